@@ -1,0 +1,44 @@
+import { z } from 'zod'
+import { TEXT_NAMES } from '../context/index.js'
+
+const count = z.int().positive()
+
+const CapSchema = z.strictObject({
+  max_lines: count,
+  max_chars: count,
+  head_lines: count,
+  head_chars: count,
+  tail_lines: count,
+  tail_chars: count,
+})
+
+const TextsSchema = z.strictObject(
+  Object.fromEntries(TEXT_NAMES.map((name) => [name, z.string().min(1)])) as Record<
+    (typeof TEXT_NAMES)[number],
+    z.ZodString
+  >,
+)
+
+export const ContextSchema = z.strictObject({
+  spec: z.string(),
+  ids: z.strictObject({ digits: count }),
+  sha_digits: z.int().min(1).max(64),
+  cap: CapSchema,
+  window: z.strictObject({ lines: count }),
+  dedupe: z.strictObject({ by_result: z.array(z.enum(['list', 'glob', 'grep', 'search'])) }),
+  compaction: z.strictObject({ rows: count }),
+  texts: TextsSchema,
+})
+
+export const ProxySchema = z.strictObject({
+  recall: z.strictObject({
+    tool_name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
+    max_rounds: count,
+    description: z.string().min(1),
+    parameters: z.strictObject({ id: z.string(), offset: z.string(), limit: z.string() }),
+  }),
+})
+
+export const LoopSchema = z.strictObject({ context: ContextSchema, proxy: ProxySchema })
+
+export type Loop = z.infer<typeof LoopSchema>

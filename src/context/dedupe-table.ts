@@ -1,0 +1,101 @@
+import { createHash } from 'node:crypto'
+import type { ReadCall } from './types.js'
+
+/** A full read the request carries: what a later stub may point at. */
+export interface ReadEntry {
+  readonly kind: 'read'
+  readonly id: string
+  readonly absPath: string
+  readonly start: number
+  readonly end: number
+  /** Workspace mode: the file's full hash. */
+  readonly sha256?: string
+  /** Blind mode: a hash of each line shown, to compare lines without keeping them. */
+  readonly lineHashes?: readonly string[]
+}
+
+/** A full listing or search result the request carries. */
+export interface ListingEntry {
+  readonly kind: 'listing'
+  readonly id: string
+  /** Tool name and arguments as sorted-key JSON. */
+  readonly key: string
+  readonly textSha256: string
+}
+
+export type Entry = ReadEntry | ListingEntry
+
+/**
+ * The dedupe table (spec §2, §6): the full results present earlier in the request being built.
+ * Built afresh for every request, so a rewind, a reply or a compaction empties it by itself.
+ */
+export class DedupeTable {
+  readonly #entries: Entry[] = []
+  readonly #ids = new Set<string>()
+
+  add(entry: Entry): void {
+    this.#entries.push(entry)
+    this.#ids.add(entry.id)
+  }
+
+  has(id: string): boolean {
+    return this.#ids.has(id)
+  }
+
+  /** The newest full read of the same file, unchanged, whose lines hold the lines asked for. */
+  findRead(read: ReadCall): ReadEntry | undefined {
+    const lineHashes = read.file ? undefined : read.shown?.map(hashLine)
+    for (let i = this.#entries.length - 1; i >= 0; i--) {
+      const entry = this.#entries[i]
+      if (entry?.kind !== 'read' || entry.absPath !== read.absPath) continue
+      if (read.start < entry.start || read.end > entry.end) continue
+      if (read.file) {
+        if (entry.sha256 === read.file.sha256) return entry
+      } else if (lineHashes && entry.lineHashes && sameLines(entry, read.start, lineHashes)) {
+        return entry
+      }
+    }
+    return undefined
+  }
+
+  findListing(key: string, textSha256: string): ListingEntry | undefined {
+    for (let i = this.#entries.length - 1; i >= 0; i--) {
+      const entry = this.#entries[i]
+      if (entry?.kind === 'listing' && entry.key === key && entry.textSha256 === textSha256) {
+        return entry
+      }
+    }
+    return undefined
+  }
+}
+
+function sameLines(entry: ReadEntry, start: number, lineHashes: readonly string[]): boolean {
+  const offset = start - entry.start
+  return lineHashes.every((hash, i) => entry.lineHashes?.[offset + i] === hash)
+}
+
+export function hashLine(line: string): string {
+  return createHash('sha256').update(line).digest('base64url').slice(0, 16)
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex')
+}
+
+/** JSON with object keys sorted at every level: equal arguments compare equal as text. */
+export function sortedKeyJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value))
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys)
+  if (value !== null && typeof value === 'object') {
+    const record = value as Record<string, unknown>
+    return Object.fromEntries(
+      Object.keys(record)
+        .sort()
+        .map((key) => [key, sortKeys(record[key])]),
+    )
+  }
+  return value
+}

@@ -1,0 +1,113 @@
+import { readBracket } from './brackets.js'
+import { capText } from './cap.js'
+import type { TableRead } from './compaction-table.js'
+import { hashLine, sha256Hex, sortedKeyJson, type DedupeTable, type Entry } from './dedupe-table.js'
+import { renderEdit, renderPatch } from './edit-diff.js'
+import { formatId } from './ids.js'
+import { fill } from './text.js'
+import type { ContextRules, ListingCall, ReadCall, SemanticCall } from './types.js'
+
+export interface RenderInput {
+  /** The result's number in the session (its id, unformatted). */
+  readonly number: number
+  readonly call: SemanticCall
+  /** The tool's own result text, in full. */
+  readonly text: string
+}
+
+/** A full rendering: what the model sees, and what it adds to the request's dedupe table. */
+export interface FullRendering {
+  readonly text: string
+  readonly entry?: Entry | undefined
+  /** A full read, for the table after a summary. */
+  readonly read?: TableRead | undefined
+}
+
+export interface Rendering extends FullRendering {
+  /** Set when `text` is a stub: the id it names, and the full rendering for when it is gone. */
+  readonly stub?: { readonly target: string; readonly full: FullRendering } | undefined
+}
+
+/**
+ * Renders a newly inserted result (spec §1–§6) against the dedupe table of the request being
+ * built. The caller adds `entry` to the table when it sends this rendering.
+ */
+export function renderResult(input: RenderInput, table: DedupeTable, rules: ContextRules): Rendering {
+  const id = formatId(input.number, rules.ids.digits)
+  const { call, text } = input
+  switch (call.kind) {
+    case 'read':
+      return renderRead(call, id, text, table, rules)
+    case 'listing':
+      if (rules.dedupe.by_result.includes(call.group)) return renderListing(call, id, text, table, rules)
+      return { text: withId(id, capText(text, id, rules), rules) }
+    case 'edit':
+      return { text: renderEdit(call, id, rules) }
+    case 'patch':
+      return { text: renderPatch(call, id, rules) }
+    case 'other':
+      return { text: withId(id, capText(text, id, rules), rules) }
+  }
+}
+
+function renderRead(
+  read: ReadCall,
+  id: string,
+  text: string,
+  table: DedupeTable,
+  rules: ContextRules,
+): Rendering {
+  const bracket = readBracket(read, id, rules)
+  const empty = read.end < read.start || read.file?.lines === 0
+  const full: FullRendering = {
+    // Reads are not capped: the agent's own window already bounds them.
+    text: text === '' ? bracket : bracket + '\n' + text,
+    entry: empty ? undefined : readEntry(read, id),
+    read: {
+      id,
+      path: read.path,
+      absPath: read.absPath,
+      start: read.start,
+      end: read.end,
+      total: read.file?.lines ?? read.total,
+      sha256: read.file?.sha256,
+    },
+  }
+  const earlier = empty ? undefined : table.findRead(read)
+  if (!earlier) return full
+  const sentence = fill(rules.texts.stub, { target: earlier.id, start: earlier.start, end: earlier.end })
+  return { text: bracket + ' ' + sentence, stub: { target: earlier.id, full } }
+}
+
+function readEntry(read: ReadCall, id: string): Entry | undefined {
+  const base = { kind: 'read' as const, id, absPath: read.absPath, start: read.start, end: read.end }
+  if (read.file) return { ...base, sha256: read.file.sha256 }
+  // Blind: only the lines themselves can show that a later read is unchanged.
+  if (read.shown && read.shown.length === read.end - read.start + 1) {
+    return { ...base, lineHashes: read.shown.map(hashLine) }
+  }
+  return undefined
+}
+
+function renderListing(
+  call: ListingCall,
+  id: string,
+  text: string,
+  table: DedupeTable,
+  rules: ContextRules,
+): Rendering {
+  const key = call.name + '\u0000' + sortedKeyJson(call.args)
+  const textSha256 = sha256Hex(text)
+  const full: FullRendering = {
+    text: withId(id, capText(text, id, rules), rules),
+    entry: { kind: 'listing', id, key, textSha256 },
+  }
+  const earlier = table.findListing(key, textSha256)
+  if (!earlier) return full
+  const sentence = fill(rules.texts.same_result, { target: earlier.id })
+  return { text: fill(rules.texts.id_bracket, { id }) + ' ' + sentence, stub: { target: earlier.id, full } }
+}
+
+function withId(id: string, text: string, rules: ContextRules): string {
+  return fill(rules.texts.id_bracket, { id }) + '\n' + text
+}

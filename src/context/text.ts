@@ -1,0 +1,55 @@
+/** Fills `{name}` placeholders; a placeholder without a value is a bug, so it throws. */
+export function fill(template: string, values: Readonly<Record<string, string | number>>): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = values[name]
+    if (value === undefined) throw new Error(`template value missing: ${name} in ${template}`)
+    return String(value)
+  })
+}
+
+export interface Lines {
+  readonly lines: readonly string[]
+  /** The text ended with "\n"; joining the lines back adds it again. */
+  readonly trailingNewline: boolean
+}
+
+/**
+ * Splits on "\n" only, so "\r" stays on its line and CRLF text comes back byte for byte.
+ * A final "\n" ends the last line rather than starting an empty one.
+ */
+export function splitLines(text: string): Lines {
+  if (text === '') return { lines: [], trailingNewline: false }
+  const trailingNewline = text.endsWith('\n')
+  const body = trailingNewline ? text.slice(0, -1) : text
+  return { lines: body.split('\n'), trailingNewline }
+}
+
+export function countLines(text: string): number {
+  return splitLines(text).lines.length
+}
+
+/** Characters are Unicode code points: a multi-byte character counts once. */
+export function countChars(text: string): number {
+  let surrogatePairs = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        surrogatePairs++
+        i++
+      }
+    }
+  }
+  return text.length - surrogatePairs
+}
+
+/** The first `count` code points of a text. */
+export function sliceChars(text: string, count: number): string {
+  let units = 0
+  for (let taken = 0; taken < count && units < text.length; taken++) {
+    const code = text.charCodeAt(units)
+    units += code >= 0xd800 && code <= 0xdbff && units + 1 < text.length ? 2 : 1
+  }
+  return text.slice(0, units)
+}

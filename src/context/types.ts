@@ -1,0 +1,113 @@
+/** The `context` section of loop.json: every number and text of the spec, validated at start-up. */
+export interface ContextRules {
+  readonly ids: { readonly digits: number }
+  readonly sha_digits: number
+  readonly cap: CapLimits
+  readonly window: { readonly lines: number }
+  readonly dedupe: { readonly by_result: readonly string[] }
+  readonly compaction: { readonly rows: number }
+  readonly texts: Readonly<Record<TextName, string>>
+}
+
+export interface CapLimits {
+  readonly max_lines: number
+  readonly max_chars: number
+  readonly head_lines: number
+  readonly head_chars: number
+  readonly tail_lines: number
+  readonly tail_chars: number
+}
+
+export const TEXT_NAMES = [
+  'id_bracket',
+  'read_bracket',
+  'read_bracket_empty',
+  'read_bracket_blind',
+  'read_bracket_blind_total',
+  'stub',
+  'same_result',
+  'elided',
+  'cut',
+  'recall_bracket',
+  'recall_bracket_empty',
+  'recall_past_end',
+  'recall_unknown',
+  'edit_bracket',
+  'edit_file_bracket',
+  'created',
+  'deleted_bracket',
+  'deleted_file_bracket',
+  'table_heading',
+  'table_sentence',
+  'table_header',
+  'table_row',
+  'table_lines',
+  'table_lines_blind',
+  'table_lines_empty',
+] as const
+
+export type TextName = (typeof TEXT_NAMES)[number]
+
+/** What the workspace knows of a file at the moment its result is inserted. */
+export interface FileFacts {
+  /** Length in lines. */
+  readonly lines: number
+  /** Full SHA-256 of the content, lowercase hex. Only it decides whether a file is unchanged. */
+  readonly sha256: string
+}
+
+/** A read, normalised: lines are 1-based and inclusive. */
+export interface ReadCall {
+  readonly kind: 'read'
+  /** The path as the call gave it (shown in brackets). */
+  readonly path: string
+  /** The absolute, resolved path (identity). */
+  readonly absPath: string
+  /** First and last line the result shows (end < start for an empty range). */
+  readonly start: number
+  readonly end: number
+  /** Workspace mode: the file as it is, when the lines shown match it. Absent: blind mode. */
+  readonly file?: FileFacts
+  /** Blind mode: the file's length, when the result itself states it. */
+  readonly total?: number
+  /** Blind mode: the text of each line shown, to compare with an earlier read. */
+  readonly shown?: readonly string[]
+}
+
+/** One file's change: `before` null = it did not exist; `after` null = it was deleted. */
+export interface FileChange {
+  readonly path: string
+  readonly absPath: string
+  readonly before: string | null
+  readonly after: string | null
+  /** Full SHA-256 of `after`. */
+  readonly sha256?: string
+}
+
+export interface EditCall extends FileChange {
+  readonly kind: 'edit'
+  /** A note the tool added after its own answer (kept after the diff). */
+  readonly note?: string
+}
+
+export interface PatchCall {
+  readonly kind: 'patch'
+  readonly files: readonly FileChange[]
+  readonly note?: string
+}
+
+/** A listing or search (dedupe.by_result): the same arguments and text twice is a stub. */
+export interface ListingCall {
+  readonly kind: 'listing'
+  /** list, glob, grep or search: deduplicated when dedupe.by_result names it. */
+  readonly group: string
+  /** The tool's name, part of what makes two calls the same. */
+  readonly name: string
+  readonly args: unknown
+}
+
+export interface OtherCall {
+  readonly kind: 'other'
+}
+
+export type SemanticCall = ReadCall | EditCall | PatchCall | ListingCall | OtherCall
