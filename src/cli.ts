@@ -1,0 +1,82 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs'
+import { serve } from '@hono/node-server'
+import { loadLoop, loadPromptBlock, packageRoot } from './config/loop.js'
+import { helpText, parseCommandLine, type Config } from './config/flags.js'
+import { LembasError } from './errors.js'
+import { createApp } from './http/app.js'
+import { createLogger } from './log.js'
+import { recallSetup } from './pipeline/recall.js'
+import { createStore, defaultSqlitePath } from './store/index.js'
+import { generic } from './tools/index.js'
+import { createUpstream } from './upstream/index.js'
+import { createWorkspace } from './workspace/index.js'
+
+/** The only place that reads the environment, listens, or exits. */
+async function main(): Promise<void> {
+  const version = (JSON.parse(readFileSync(packageRoot() + 'package.json', 'utf8')) as { version: string }).version
+  const parsed = parseCommandLine(process.argv.slice(2), process.env)
+  if (parsed.kind === 'help') return void process.stdout.write(helpText(version))
+  if (parsed.kind === 'version') return void process.stdout.write(version + '\n')
+  await run(parsed.config)
+}
+
+async function run(config: Config): Promise<void> {
+  const log = createLogger(config.logLevel)
+  const loop = loadLoop()
+  const workspace = config.workspace.length > 0 ? await openWorkspace(config.workspace) : undefined
+  const store = await createStore(config.store || 'sqlite:' + defaultSqlitePath(), { idleTtlMs: config.idleTtlMs })
+  const upstream = createUpstream({ baseUrl: config.upstream, timeoutMs: config.upstreamTimeoutMs })
+  const app = createApp({
+    store,
+    upstream,
+    workspace,
+    rules: loop.context,
+    profile: generic,
+    promptBlock: loadPromptBlock(),
+    recall: recallSetup(loop.proxy.recall),
+    log,
+    options: { sessionHeader: config.sessionHeader, maxBodyBytes: config.maxBodyBytes },
+  })
+  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
+    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
+    process.stdout.write(`lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n`)
+  })
+  if (!isLoopback(config.host)) {
+    log.warn('listening-beyond-loopback', { host: config.host, hint: 'anyone who reaches this address can use your upstream' })
+  }
+  const stop = async (signal: string) => {
+    log.info('stopping', { signal })
+    server.close()
+    await Promise.allSettled([upstream.close(), store.close()])
+    process.exit(0)
+  }
+  process.once('SIGINT', () => void stop('SIGINT'))
+  process.once('SIGTERM', () => void stop('SIGTERM'))
+}
+
+async function openWorkspace(roots: readonly string[]) {
+  try {
+    return await createWorkspace(roots)
+  } catch (error) {
+    throw new LembasError('config_invalid', `--workspace: ${(error as Error).message}`)
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+}
+
+/** The upstream URL without credentials, for the start-up line. */
+function displayUrl(url: string): string {
+  const parsed = new URL(url)
+  parsed.username = ''
+  parsed.password = ''
+  return parsed.toString().replace(/\/$/, '')
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof LembasError ? error.message : ((error as Error).stack ?? String(error))
+  process.stderr.write(`lembas-proxy: ${message}\n`)
+  process.exit(error instanceof LembasError && error.kind === 'config_invalid' ? 2 : 1)
+})

@@ -1,0 +1,135 @@
+import { parseArgs } from 'node:util'
+import { z } from 'zod'
+import { LembasError } from '../errors.js'
+
+/** Every flag, its env twin, its default and what it means: the one source of --help. */
+export const FLAGS = {
+  host: { env: 'LEMBAS_HOST', default: '127.0.0.1', help: 'address to listen on (loopback by default)' },
+  port: { env: 'LEMBAS_PORT', default: '8788', help: 'port to listen on' },
+  upstream: {
+    env: 'LEMBAS_UPSTREAM',
+    default: 'http://127.0.0.1:8080/v1',
+    help: 'OpenAI-compatible base URL to forward to (llama.cpp default)',
+  },
+  store: {
+    env: 'LEMBAS_STORE',
+    default: '',
+    help: 'sqlite:PATH (default: a file under the state dir), redis://HOST:PORT, or memory:',
+  },
+  workspace: {
+    env: 'LEMBAS_WORKSPACE',
+    default: '',
+    help: 'directory whose files the agent reads (repeatable; env: colon-separated); enables exact read brackets',
+  },
+  'session-header': { env: 'LEMBAS_SESSION_HEADER', default: 'x-session-id', help: 'request header that names a session' },
+  'upstream-timeout-ms': {
+    env: 'LEMBAS_UPSTREAM_TIMEOUT_MS',
+    default: '600000',
+    help: 'how long to wait for the upstream to answer or to send the next chunk',
+  },
+  'max-body-mb': { env: 'LEMBAS_MAX_BODY_MB', default: '64', help: 'largest request body accepted (413 beyond)' },
+  'idle-ttl-days': { env: 'LEMBAS_IDLE_TTL_DAYS', default: '30', help: 'drop a session after this long unused' },
+  'log-level': { env: 'LEMBAS_LOG_LEVEL', default: 'info', help: 'debug, info, warn, error or silent' },
+} as const
+
+type FlagName = keyof typeof FLAGS
+
+const ConfigSchema = z.object({
+  host: z.string().min(1),
+  port: z.coerce.number().int().min(0).max(65535),
+  upstream: z.url({ protocol: /^https?$/ }),
+  store: z.string(),
+  workspace: z.array(z.string().min(1)),
+  sessionHeader: z
+    .string()
+    .regex(/^[A-Za-z0-9-]+$/)
+    .transform((name) => name.toLowerCase()),
+  upstreamTimeoutMs: z.coerce.number().int().positive(),
+  maxBodyBytes: z.coerce.number().positive().transform((mb) => Math.round(mb * 1024 * 1024)),
+  idleTtlMs: z.coerce.number().positive().transform((days) => Math.round(days * 86_400_000)),
+  logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']),
+})
+
+export type Config = z.infer<typeof ConfigSchema>
+
+export type Parsed = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; config: Config }
+
+/** Flags win over env, env over defaults. A bad value stops start-up naming the flag. */
+export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv): Parsed {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: {
+        ...Object.fromEntries(
+          Object.keys(FLAGS).map((name) => [name, { type: 'string', multiple: name === 'workspace' }]),
+        ),
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      } as never,
+      allowPositionals: false,
+      strict: true,
+    })
+  } catch (error) {
+    throw new LembasError('config_invalid', `${(error as Error).message}\nRun lembas-proxy --help for the flags.`)
+  }
+  const values = parsed.values as Record<string, string | string[] | boolean | undefined>
+  if (values.help) return { kind: 'help' }
+  if (values.version) return { kind: 'version' }
+  const pick = (name: Exclude<FlagName, 'workspace'>): string => {
+    const value = values[name]
+    if (typeof value === 'string') return value
+    return env[FLAGS[name].env] ?? FLAGS[name].default
+  }
+  const workspaceFlag = values.workspace
+  const workspace = Array.isArray(workspaceFlag)
+    ? workspaceFlag
+    : (env.LEMBAS_WORKSPACE ?? '').split(':').filter((dir) => dir !== '')
+  const result = ConfigSchema.safeParse({
+    host: pick('host'),
+    port: pick('port'),
+    upstream: pick('upstream'),
+    store: pick('store'),
+    workspace,
+    sessionHeader: pick('session-header'),
+    upstreamTimeoutMs: pick('upstream-timeout-ms'),
+    maxBodyBytes: pick('max-body-mb'),
+    idleTtlMs: pick('idle-ttl-days'),
+    logLevel: pick('log-level'),
+  })
+  if (!result.success) {
+    const flagOf: Record<string, string> = {
+      sessionHeader: 'session-header',
+      upstreamTimeoutMs: 'upstream-timeout-ms',
+      maxBodyBytes: 'max-body-mb',
+      idleTtlMs: 'idle-ttl-days',
+      logLevel: 'log-level',
+    }
+    const problems = result.error.issues.map((issue) => {
+      const field = String(issue.path[0] ?? '')
+      return `--${flagOf[field] ?? field}: ${issue.message}`
+    })
+    throw new LembasError('config_invalid', problems.join('\n'))
+  }
+  return { kind: 'run', config: result.data }
+}
+
+export function helpText(version: string): string {
+  const rows = Object.entries(FLAGS).map(([name, flag]) => {
+    const shown = flag.default === '' ? '' : ` (default ${flag.default})`
+    return `  --${name.padEnd(21)} ${flag.help}${shown}\n  ${''.padEnd(23)} env ${flag.env}`
+  })
+  return [
+    `lembas-proxy ${version} — an OpenAI-compatible proxy that keeps tool results small without breaking the prompt cache`,
+    '',
+    'Usage: lembas-proxy [flags]',
+    '',
+    ...rows,
+    '  -h, --help                this text',
+    '  -v, --version             the version',
+    '',
+    'Point your agent\'s OpenAI base URL at http://HOST:PORT/v1. Example:',
+    '  lembas-proxy --upstream http://127.0.0.1:8080/v1 --workspace ~/src/myproject',
+    '',
+  ].join('\n')
+}

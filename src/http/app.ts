@@ -1,0 +1,172 @@
+import { Readable } from 'node:stream'
+import { Hono, type Context } from 'hono'
+import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
+import type { Logger } from '../log.js'
+import { handleChat, type PipelineDeps, type Reply } from '../pipeline/handle.js'
+import { identify } from '../session/identity.js'
+import { isAbortError } from '../upstream/index.js'
+import { checkChatRequest } from '../wire/chat.js'
+import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
+
+export interface AppOptions {
+  readonly sessionHeader: string
+  readonly maxBodyBytes: number
+  /** Nesting deeper than this is refused before parsing: JSON.stringify fails near 10,000. */
+  readonly maxDepth?: number
+}
+
+export interface AppDeps extends PipelineDeps {
+  readonly options: AppOptions
+  readonly log: Logger
+}
+
+/** The proxy's routes. It never listens: cli.ts does, and tests call it over real HTTP. */
+export function createApp(deps: AppDeps): Hono {
+  const app = new Hono()
+  app.onError((error, c) => errorResponse(c, error, deps.log))
+  app.notFound((c) => c.json(openAIErrorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404))
+
+  app.get('/healthz', async (c) => {
+    try {
+      await deps.store.ping()
+      return c.json({ ok: true, store: deps.store.kind })
+    } catch (error) {
+      return c.json({ ok: false, store: deps.store.kind, error: (error as Error).message }, 503)
+    }
+  })
+
+  app.post('/v1/chat/completions', async (c) => {
+    const rawBody = await readBody(c, deps.options.maxBodyBytes)
+    const request = parseChatBody(rawBody, deps.options.maxDepth ?? 512)
+    const reply = await handleChat(
+      {
+        request,
+        rawBody,
+        identity: identify(c.req.raw.headers, deps.options.sessionHeader),
+        headers: requestHeadersForUpstream(c.req.raw.headers),
+        signal: c.req.raw.signal,
+      },
+      deps,
+    )
+    return toResponse(reply)
+  })
+
+  app.all('/v1/*', async (c) => {
+    const url = new URL(c.req.url)
+    const headers = requestHeadersForUpstream(c.req.raw.headers)
+    // Bytes pass through untouched here, compressed or not, so the client's choice stands.
+    const encoding = c.req.header('accept-encoding')
+    if (encoding) headers['accept-encoding'] = encoding
+    const response = await deps.upstream.send({
+      method: c.req.method,
+      path: url.pathname.slice('/v1'.length) + url.search,
+      headers,
+      body: c.req.raw.body ? Readable.fromWeb(c.req.raw.body as never) : null,
+      signal: c.req.raw.signal,
+    })
+    return toResponse({ kind: 'upstream', response }, true)
+  })
+  return app
+}
+
+async function readBody(c: Context, maxBytes: number): Promise<string> {
+  const declared = Number(c.req.header('content-length') ?? 0)
+  if (declared > maxBytes) throw tooLarge(maxBytes)
+  const bytes = new Uint8Array(await c.req.arrayBuffer())
+  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes)
+  return new TextDecoder().decode(bytes)
+}
+
+function tooLarge(maxBytes: number): LembasError {
+  return new LembasError('body_too_large', `the request body is over the limit of ${maxBytes} bytes (--max-body-mb)`)
+}
+
+function parseChatBody(text: string, maxDepth: number) {
+  if (nestingDepth(text) > maxDepth) {
+    throw new LembasError('invalid_request', `the request nests deeper than ${maxDepth} levels`)
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    throw new LembasError('invalid_request', `the body is not valid JSON: ${(error as Error).message}`)
+  }
+  const checked = checkChatRequest(json)
+  if (!checked.ok) throw new LembasError('invalid_request', `not a chat completions request: ${checked.message}`)
+  return checked.value
+}
+
+/** Bracket depth outside strings; one pass over the text, no parse. */
+export function nestingDepth(text: string): number {
+  let depth = 0
+  let max = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (inString) {
+      if (code === 92) i++ // backslash: skip the escaped character
+      else if (code === 34) inString = false
+    } else if (code === 34) inString = true
+    else if (code === 123 || code === 91) max = Math.max(max, ++depth)
+    else if (code === 125 || code === 93) depth--
+  }
+  return max
+}
+
+function toResponse(reply: Reply, passthroughEncoding = false): Response {
+  switch (reply.kind) {
+    case 'text':
+      return new Response(reply.body, {
+        status: reply.status,
+        headers: { ...responseHeadersForClient(reply.headers, { passthroughEncoding: false }), 'content-type': contentType(reply.headers) },
+      })
+    case 'sse':
+      return new Response(sseStream(reply.events), {
+        status: 200,
+        headers: {
+          ...responseHeadersForClient(reply.headers, { passthroughEncoding: false }),
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache',
+          'x-accel-buffering': 'no',
+        },
+      })
+    case 'upstream': {
+      const { response } = reply
+      const body = [204, 304].includes(response.status) ? null : (Readable.toWeb(response.body) as ReadableStream)
+      return new Response(body, {
+        status: response.status,
+        headers: responseHeadersForClient(response.headers, { passthroughEncoding }),
+      })
+    }
+  }
+}
+
+function contentType(headers: Record<string, string | string[]>): string {
+  const value = headers['content-type']
+  return (Array.isArray(value) ? value[0] : value) ?? 'application/json'
+}
+
+/** Pulls SSE text from the generator as the client reads; a client gone ends the generator. */
+function sseStream(events: AsyncGenerator<string>): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder()
+  return new ReadableStream({
+    async pull(controller) {
+      const next = await events.next()
+      if (next.done) controller.close()
+      else controller.enqueue(encoder.encode(next.value))
+    },
+    async cancel() {
+      await events.return(undefined)
+    },
+  })
+}
+
+function errorResponse(c: Context, error: unknown, log: Logger): Response {
+  if (isAbortError(error)) return c.body(null, 499 as never)
+  const kind: ErrorKind = error instanceof LembasError ? error.kind : 'internal'
+  const message = error instanceof Error ? error.message : String(error)
+  if (kind === 'internal') log.error('internal-error', { message, stack: (error as Error).stack })
+  else log.warn('request-failed', { kind, message })
+  const headers: Record<string, string> = kind === 'store_unavailable' ? { 'retry-after': '1' } : {}
+  return c.json(openAIErrorBody(kind, message), ERROR_KINDS[kind].status as never, headers)
+}

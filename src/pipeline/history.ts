@@ -1,0 +1,275 @@
+import { randomUUID } from 'node:crypto'
+import { DedupeTable, renderResult, type ContextRules } from '../context/index.js'
+import { assistantKey, toolMessageKey } from '../session/fingerprints.js'
+import { explicitScope, implicitScope, type Identity } from '../session/identity.js'
+import type { Store } from '../store/store.js'
+import { classifyCall, type Profile } from '../tools/index.js'
+import type { Workspace } from '../workspace/index.js'
+import {
+  contentText,
+  withText,
+  type ChatMessage,
+  type ToolCall,
+  type ToolDefinition,
+} from '../wire/chat.js'
+import { semanticCall } from './facts.js'
+import { keys, parseRecord, type HiddenRecord, type ToolRecord } from './records.js'
+
+export interface HistoryDeps {
+  readonly store: Store
+  readonly workspace?: Workspace | undefined
+  readonly rules: ContextRules
+  readonly profile: Profile
+  readonly promptBlock: string
+}
+
+/** A request's session: its scope once known or created. */
+export class SessionRef {
+  constructor(
+    readonly identity: Identity,
+    public scope: string | undefined,
+  ) {}
+
+  /** The scope, created for a client that has not been seen before. */
+  ensure(): string {
+    this.scope ??= implicitScope(this.identity, randomUUID())
+    return this.scope
+  }
+}
+
+export interface HistoryStats {
+  newResults: number
+  stubs: number
+  restoredExchanges: number
+}
+
+export interface Rebuilt {
+  readonly messages: ChatMessage[]
+  readonly stats: HistoryStats
+}
+
+/**
+ * Finds the session a request belongs to: its explicit id, else the session that owns any tool
+ * or hidden-exchange message the request carries (implicit identity), else none yet.
+ */
+export async function findSession(
+  messages: readonly ChatMessage[],
+  identity: Identity,
+  store: Store,
+): Promise<SessionRef> {
+  if (identity.explicit) return new SessionRef(identity, explicitScope({ ...identity, explicit: identity.explicit }))
+  const ownerKeys = messages.flatMap((message) => {
+    if (message.role === 'tool') return [keys.ownerOfTool(toolMessageKey(message))]
+    if (message.role === 'assistant') return [keys.ownerOfAssistant(assistantKey(message))]
+    return []
+  })
+  if (ownerKeys.length === 0) return new SessionRef(identity, undefined)
+  const owners = await store.get(identity.tenant, ownerKeys)
+  return new SessionRef(identity, owners.find((owner) => owner !== undefined))
+}
+
+interface Slot {
+  readonly index: number
+  readonly message: ChatMessage
+  readonly key: string
+}
+
+/**
+ * Builds the message list the upstream sees. Known tool messages and recall exchanges come back
+ * from the store byte for byte; new tool messages get ids and renderings, written before the
+ * request is forwarded. The dedupe table is only what this request carries.
+ */
+export async function rebuildHistory(
+  messages: readonly ChatMessage[],
+  definitions: readonly ToolDefinition[],
+  session: SessionRef,
+  deps: HistoryDeps,
+): Promise<Rebuilt> {
+  const tools: Slot[] = []
+  const assistants: Slot[] = []
+  messages.forEach((message, index) => {
+    if (message.role === 'tool') tools.push({ index, message, key: toolMessageKey(message) })
+    else if (message.role === 'assistant') assistants.push({ index, message, key: assistantKey(message) })
+  })
+
+  let { toolRecords, hiddenRecords } = await readRecords(session.scope, tools, assistants, deps.store)
+  const fresh = tools.filter((slot) => !toolRecords.has(slot.key))
+  if (fresh.length > 0 && (await claimOwnership(session, fresh, deps.store))) {
+    // Another replica created this session first: its records are the ones to use.
+    ;({ toolRecords, hiddenRecords } = await readRecords(session.scope, tools, assistants, deps.store))
+  }
+  const stillFresh = tools.filter((slot) => !toolRecords.has(slot.key))
+  const written =
+    stillFresh.length > 0
+      ? await renderFresh(messages, definitions, stillFresh, toolRecords, session, deps)
+      : new Map<string, ToolRecord>()
+  for (const [key, record] of written) toolRecords.set(key, record)
+
+  return assemble(messages, toolRecords, hiddenRecords, deps, stillFresh.length)
+}
+
+async function readRecords(
+  scope: string | undefined,
+  tools: readonly Slot[],
+  assistants: readonly Slot[],
+  store: Store,
+): Promise<{ toolRecords: Map<string, ToolRecord>; hiddenRecords: Map<string, HiddenRecord> }> {
+  const toolRecords = new Map<string, ToolRecord>()
+  const hiddenRecords = new Map<string, HiddenRecord>()
+  if (scope === undefined || tools.length + assistants.length === 0) return { toolRecords, hiddenRecords }
+  const values = await store.get(scope, [
+    ...tools.map((slot) => keys.tool(slot.key)),
+    ...assistants.map((slot) => keys.hidden(slot.key)),
+  ])
+  tools.forEach((slot, i) => {
+    const record = parseRecord<ToolRecord>(values[i])
+    if (record) toolRecords.set(slot.key, record)
+  })
+  assistants.forEach((slot, i) => {
+    const record = parseRecord<HiddenRecord>(values[tools.length + i])
+    if (record) hiddenRecords.set(slot.key, record)
+  })
+  return { toolRecords, hiddenRecords }
+}
+
+/**
+ * An implicit session claims the new messages in its tenant's index. When two replicas race on
+ * the same first request, the index's first writer wins and the other joins its session.
+ */
+async function claimOwnership(session: SessionRef, fresh: readonly Slot[], store: Store): Promise<boolean> {
+  if (session.identity.explicit) return false
+  const scope = session.ensure()
+  const winners = await store.putIfAbsent(
+    session.identity.tenant,
+    fresh.map((slot) => [keys.ownerOfTool(slot.key), scope] as const),
+  )
+  session.scope = winners[0] ?? scope
+  return session.scope !== scope
+}
+
+async function renderFresh(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolDefinition[],
+  fresh: readonly Slot[],
+  known: ReadonlyMap<string, ToolRecord>,
+  session: SessionRef,
+  deps: HistoryDeps,
+): Promise<Map<string, ToolRecord>> {
+  const scope = session.ensure()
+  const numbers = await deps.store.claimIds(scope, fresh.map((slot) => keys.tool(slot.key)))
+  const calls = toolCallsById(messages)
+  const definitions = definitionsByName(tools)
+  const semantic = await Promise.all(
+    fresh.map((slot) => {
+      const call = calls.get(slot.message.tool_call_id ?? '')
+      const classified = call
+        ? classifyCall(deps.profile, call.function.name, call.function.arguments, definitions)
+        : ({ kind: 'other' } as const)
+      return semanticCall(classified, contentText(slot.message.content), deps.profile, deps.workspace)
+    }),
+  )
+  const freshIndex = new Map(fresh.map((slot, i) => [slot.index, i]))
+
+  // Render in message order against the table of what this request carries before each one.
+  const table = new DedupeTable()
+  const rendered = new Map<string, ToolRecord>()
+  const results: (readonly [string, string])[] = []
+  messages.forEach((message, index) => {
+    if (message.role !== 'tool') return
+    const i = freshIndex.get(index)
+    if (i === undefined) {
+      const record = known.get(toolMessageKey(message))
+      if (record) addShown(table, record)
+      return
+    }
+    const slot = fresh[i]!
+    const number = numbers[i]!
+    const text = contentText(slot.message.content)
+    const rendering = renderResult({ number, call: semantic[i]!, text }, table, deps.rules)
+    const record: ToolRecord = {
+      n: number,
+      content: withText(slot.message.content, rendering.text),
+      entry: rendering.entry,
+      read: rendering.read,
+      stub: rendering.stub && {
+        target: rendering.stub.target,
+        content: withText(slot.message.content, rendering.stub.full.text),
+        entry: rendering.stub.full.entry,
+        read: rendering.stub.full.read,
+      },
+    }
+    rendered.set(slot.key, record)
+    results.push([keys.result(number), text])
+    addShown(table, record)
+  })
+
+  // Full results first, then the renderings that point at them: a crash in between leaves no
+  // rendering whose recall would fail. First writer wins: a concurrent twin reads ours back.
+  await deps.store.putIfAbsent(scope, results)
+  const entries = [...rendered].map(([key, record]) => [keys.tool(key), JSON.stringify(record)] as const)
+  const winners = await deps.store.putIfAbsent(scope, entries)
+  const out = new Map<string, ToolRecord>()
+  entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
+  return out
+}
+
+/** Adds what a rendering shows to the table; a stub whose target is gone shows in full. */
+function addShown(table: DedupeTable, record: ToolRecord): { content: ToolRecord['content']; stub: boolean } {
+  if (record.stub && table.has(record.stub.target)) return { content: record.content, stub: true }
+  const entry = record.stub ? record.stub.entry : record.entry
+  if (entry) table.add(entry)
+  return { content: record.stub ? record.stub.content : record.content, stub: false }
+}
+
+function assemble(
+  messages: readonly ChatMessage[],
+  toolRecords: ReadonlyMap<string, ToolRecord>,
+  hiddenRecords: ReadonlyMap<string, HiddenRecord>,
+  deps: HistoryDeps,
+  newResults: number,
+): Rebuilt {
+  const stats: HistoryStats = { newResults, stubs: 0, restoredExchanges: 0 }
+  const table = new DedupeTable()
+  const out: ChatMessage[] = []
+  let blockPlaced = false
+  for (const message of messages) {
+    if (message.role === 'system' && !blockPlaced) {
+      out.push(withPromptBlock(message, deps.promptBlock))
+      blockPlaced = true
+    } else if (message.role === 'tool') {
+      const record = toolRecords.get(toolMessageKey(message))
+      if (!record) throw new Error('a tool message was left without a rendering')
+      const shown = addShown(table, record)
+      if (shown.stub) stats.stubs++
+      out.push({ ...message, content: shown.content })
+    } else if (message.role === 'assistant') {
+      const hidden = hiddenRecords.get(assistantKey(message))
+      if (hidden) {
+        out.push(...hidden.messages)
+        stats.restoredExchanges++
+      } else out.push(message)
+    } else out.push(message)
+  }
+  if (!blockPlaced) out.unshift({ role: 'system', content: deps.promptBlock })
+  return { messages: out, stats }
+}
+
+/** The block goes once at the end of the first system message: the same bytes every time. */
+function withPromptBlock(message: ChatMessage, block: string): ChatMessage {
+  const content = message.content
+  if (Array.isArray(content)) return { ...message, content: [...content, { type: 'text', text: block }] }
+  const text = typeof content === 'string' && content !== '' ? content + '\n\n' + block : block
+  return { ...message, content: text }
+}
+
+function toolCallsById(messages: readonly ChatMessage[]): Map<string, ToolCall> {
+  const calls = new Map<string, ToolCall>()
+  for (const message of messages) for (const call of message.tool_calls ?? []) calls.set(call.id, call)
+  return calls
+}
+
+function definitionsByName(tools: readonly ToolDefinition[]): Map<string, ToolDefinition> {
+  const map = new Map<string, ToolDefinition>()
+  for (const tool of tools) if (tool.function?.name) map.set(tool.function.name, tool)
+  return map
+}

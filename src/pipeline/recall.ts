@@ -1,0 +1,98 @@
+import { formatId, parseId, renderRecall, type ContextRules } from '../context/index.js'
+import type { Loop } from '../config/loop-schema.js'
+import type { Store } from '../store/store.js'
+import { isRecord, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
+import { keys } from './records.js'
+
+export interface RecallSetup {
+  readonly name: string
+  readonly maxRounds: number
+  readonly tool: ToolDefinition
+}
+
+export function recallSetup(recall: Loop['proxy']['recall']): RecallSetup {
+  return {
+    name: recall.tool_name,
+    maxRounds: recall.max_rounds,
+    tool: {
+      type: 'function',
+      function: {
+        name: recall.tool_name,
+        description: recall.description,
+        parameters: {
+          type: 'object',
+          properties: {
+            id: { type: 'string', description: recall.parameters.id },
+            offset: { type: 'integer', description: recall.parameters.offset },
+            limit: { type: 'integer', description: recall.parameters.limit },
+          },
+          required: ['id'],
+        },
+      },
+    },
+  }
+}
+
+/**
+ * Answers the model's recall calls from the session's own store: each answer gets the next id
+ * and is stored like any result. An id of another session is simply not there.
+ */
+export async function answerRecalls(
+  calls: readonly ToolCall[],
+  scope: string,
+  store: Store,
+  rules: ContextRules,
+): Promise<ChatMessage[]> {
+  const numbers = await store.claimIds(scope, calls.map((call) => keys.recallClaim(call.id)))
+  const asked = calls.map((call) => recallArguments(call.function.arguments))
+  const targets = asked.map((args) => (args.id === undefined ? undefined : parseId(args.id)))
+  const wanted = targets.filter((n): n is number => n !== undefined)
+  const found = await store.get(scope, wanted.map(keys.result))
+  const storedByNumber = new Map(wanted.map((n, i) => [n, found[i]]))
+  const texts = calls.map((_, i) =>
+    renderRecall(
+      {
+        id: formatId(numbers[i]!, rules.ids.digits),
+        target: targetLabel(asked[i]!.id, targets[i], rules),
+        stored: targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!),
+        offset: asked[i]!.offset,
+        limit: asked[i]!.limit,
+      },
+      rules,
+    ),
+  )
+  const winners = await store.putIfAbsent(
+    scope,
+    numbers.map((n, i) => [keys.result(n), texts[i]!] as const),
+  )
+  return calls.map((call, i) => ({ role: 'tool', tool_call_id: call.id, content: winners[i]! }))
+}
+
+interface RecallArguments {
+  id?: string | undefined
+  offset?: number | undefined
+  limit?: number | undefined
+}
+
+/** The model's arguments, forgiving: numbers as strings, a bare id; anything else is absent. */
+function recallArguments(json: string): RecallArguments {
+  let value: unknown
+  try {
+    value = JSON.parse(json)
+  } catch {
+    return {}
+  }
+  if (!isRecord(value)) return {}
+  const id = typeof value.id === 'string' || typeof value.id === 'number' ? String(value.id) : undefined
+  return { id, offset: numberOf(value.offset), limit: numberOf(value.limit) }
+}
+
+function numberOf(value: unknown): number | undefined {
+  const n = typeof value === 'string' ? Number(value) : value
+  return typeof n === 'number' && Number.isFinite(n) ? n : undefined
+}
+
+function targetLabel(given: string | undefined, n: number | undefined, rules: ContextRules): string {
+  if (n !== undefined) return formatId(n, rules.ids.digits)
+  return '#' + (given ?? '').replace(/^#/, '').slice(0, 40)
+}

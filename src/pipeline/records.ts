@@ -1,0 +1,38 @@
+import type { Entry, TableRead } from '../context/index.js'
+import type { ChatMessage, MessageContent } from '../wire/chat.js'
+
+/** Store keys inside a session scope, and inside a tenant's scope. */
+export const keys = {
+  tool: (messageKey: string) => 'm:' + messageKey,
+  hidden: (assistantKey: string) => 'h:' + assistantKey,
+  result: (n: number) => 'r:' + n,
+  recallClaim: (toolCallId: string) => 'x:' + toolCallId,
+  ownerOfTool: (messageKey: string) => 'o:m:' + messageKey,
+  ownerOfAssistant: (assistantKey: string) => 'o:h:' + assistantKey,
+}
+
+/** A tool message as first rendered: written once, sent the same way in every later request. */
+export interface ToolRecord {
+  readonly n: number
+  readonly content: MessageContent
+  readonly entry?: Entry | undefined
+  readonly read?: TableRead | undefined
+  /** For a stub: what it names, and the full rendering for a request that no longer has it. */
+  readonly stub?:
+    | {
+        readonly target: string
+        readonly content: MessageContent
+        readonly entry?: Entry | undefined
+        readonly read?: TableRead | undefined
+      }
+    | undefined
+}
+
+/** The upstream messages a client-visible assistant message stands for (a recall exchange). */
+export interface HiddenRecord {
+  readonly messages: readonly ChatMessage[]
+}
+
+export function parseRecord<T>(value: string | undefined): T | undefined {
+  return value === undefined ? undefined : (JSON.parse(value) as T)
+}

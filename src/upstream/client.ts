@@ -1,0 +1,132 @@
+import type { Readable } from 'node:stream'
+import { Pool, type Dispatcher } from 'undici'
+import { toAbortError, toUpstreamError, type UpstreamErrorContext } from './errors.js'
+import { parseUpstreamTarget, upstreamPath } from './target.js'
+
+export type UpstreamOptions = {
+  /** e.g. http://127.0.0.1:8080/v1; request paths are joined below it. */
+  baseUrl: string
+  /** Wait for the response headers, and for each body chunk after them (idle, not total). */
+  timeoutMs: number
+  /** Wait for the TCP/TLS connection; undici's default is 10 s. */
+  connectTimeoutMs?: number
+}
+
+export type UpstreamRequest = {
+  method: string
+  /** Relative to the base URL, may carry a query string: '/chat/completions?x=1'. */
+  path: string
+  /** Already filtered (see requestHeadersForUpstream); framing headers are dropped again here. */
+  headers: Record<string, string>
+  body?: string | Uint8Array | NodeJS.ReadableStream | null
+  signal?: AbortSignal
+}
+
+/** undici's body: async-iterable of Buffer, with .text(), .json() and .arrayBuffer(). */
+export type UpstreamBody = Dispatcher.ResponseData['body']
+
+export type UpstreamResponse = {
+  status: number
+  headers: Record<string, string | string[]>
+  body: UpstreamBody
+}
+
+export type Upstream = {
+  /**
+   * Sends one request; never follows redirects (a 3xx comes back as is). Rejects with a
+   * LembasError (upstream_unreachable, upstream_timeout, upstream_bad_response), or with an
+   * error named 'AbortError' when `signal` fired.
+   */
+  send(request: UpstreamRequest): Promise<UpstreamResponse>
+  /**
+   * Maps an error thrown while reading `response.body` the same way `send` maps its own
+   * (body timeout → upstream_timeout, socket closed → upstream_unreachable, abort → AbortError).
+   */
+  mapError(error: unknown, signal?: AbortSignal): unknown
+  /** Lets in-flight requests finish, then closes the idle connections. */
+  close(): Promise<void>
+}
+
+const UNDICI_DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+
+// undici computes framing itself; a stale content-length after a body rewrite makes it throw.
+const FRAMING_HEADERS = new Set([
+  'connection',
+  'content-length',
+  'expect',
+  'host',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+])
+
+/**
+ * A keep-alive connection pool to one OpenAI-compatible server.
+ * @example createUpstream({ baseUrl: 'http://127.0.0.1:8080/v1', timeoutMs: 600_000 })
+ */
+export function createUpstream(options: UpstreamOptions): Upstream {
+  const target = parseUpstreamTarget(options.baseUrl)
+  const errorContext: UpstreamErrorContext = {
+    displayUrl: target.displayUrl,
+    timeoutMs: options.timeoutMs,
+    connectTimeoutMs: options.connectTimeoutMs ?? UNDICI_DEFAULT_CONNECT_TIMEOUT_MS,
+  }
+  const pool = new Pool(target.origin, {
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+    connect: { timeout: errorContext.connectTimeoutMs },
+  })
+
+  function mapError(error: unknown, signal?: AbortSignal): unknown {
+    if (signal?.aborted) return toAbortError(signal.reason ?? error)
+    return toUpstreamError(error, errorContext)
+  }
+
+  async function send(request: UpstreamRequest): Promise<UpstreamResponse> {
+    const headers = forwardableHeaders(request.headers)
+    if (target.basicAuthorization !== undefined && headers['authorization'] === undefined) {
+      headers['authorization'] = target.basicAuthorization
+    }
+    try {
+      const response = await pool.request({
+        method: request.method as Dispatcher.HttpMethod,
+        path: upstreamPath(target, request.path),
+        headers,
+        body: (request.body ?? null) as string | Uint8Array | Readable | null,
+        signal: request.signal ?? null,
+      })
+      return {
+        status: response.statusCode,
+        headers: definedHeaders(response.headers),
+        body: response.body,
+      }
+    } catch (error) {
+      throw mapError(error, request.signal)
+    }
+  }
+
+  return { send, mapError, close: () => pool.close() }
+}
+
+function forwardableHeaders(headers: Record<string, string>): Record<string, string> {
+  const result: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    const lowerName = name.toLowerCase()
+    if (!FRAMING_HEADERS.has(lowerName)) result[lowerName] = value
+  }
+  return result
+}
+
+function definedHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const result: Record<string, string | string[]> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) result[name] = value
+  }
+  return result
+}

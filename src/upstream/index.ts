@@ -1,0 +1,9 @@
+export {
+  createUpstream,
+  type Upstream,
+  type UpstreamBody,
+  type UpstreamOptions,
+  type UpstreamRequest,
+  type UpstreamResponse,
+} from './client.js'
+export { isAbortError, toAbortError } from './errors.js'

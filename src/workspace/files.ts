@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto'
+import { open, realpath } from 'node:fs/promises'
+import { isAbsolute, resolve, sep } from 'node:path'
+
+export interface FileSnapshot {
+  /** The real path (symlinks resolved), inside a workspace root. */
+  readonly absPath: string
+  readonly content: string
+  readonly sha256: string
+  readonly lines: number
+}
+
+export interface Workspace {
+  readonly roots: readonly string[]
+  /**
+   * Reads a file the agent named, when it lies inside a root after resolving symlinks; anything
+   * else (outside, missing, not a regular file, too large) is undefined: the proxy goes blind.
+   */
+  read(path: string): Promise<FileSnapshot | undefined>
+}
+
+export interface WorkspaceOptions {
+  readonly maxFileBytes?: number
+}
+
+export async function createWorkspace(
+  roots: readonly string[],
+  options: WorkspaceOptions = {},
+): Promise<Workspace> {
+  const realRoots = await Promise.all(roots.map((root) => realpath(resolve(root))))
+  const maxFileBytes = options.maxFileBytes ?? 16 * 1024 * 1024
+  return {
+    roots: realRoots,
+    async read(path) {
+      const first = realRoots[0]
+      if (first === undefined || path.includes('\0')) return undefined
+      const candidate = isAbsolute(path) ? resolve(path) : resolve(first, path)
+      let real: string
+      try {
+        real = await realpath(candidate)
+      } catch {
+        return undefined
+      }
+      if (!realRoots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep))) {
+        return undefined
+      }
+      return readRegularFile(real, maxFileBytes)
+    },
+  }
+}
+
+async function readRegularFile(absPath: string, maxBytes: number): Promise<FileSnapshot | undefined> {
+  let handle
+  try {
+    handle = await open(absPath, 'r')
+    const stat = await handle.stat()
+    if (!stat.isFile() || stat.size > maxBytes) return undefined
+    const bytes = await handle.readFile()
+    const content = bytes.toString('utf8')
+    return {
+      absPath,
+      content,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      lines: countFileLines(content),
+    }
+  } catch {
+    return undefined
+  } finally {
+    await handle?.close()
+  }
+}
+
+/** A file's length in lines: a final newline ends the last line, it does not start one. */
+export function countFileLines(content: string): number {
+  if (content === '') return 0
+  let lines = 1
+  for (let i = content.indexOf('\n'); i !== -1; i = content.indexOf('\n', i + 1)) lines++
+  return content.endsWith('\n') ? lines - 1 : lines
+}

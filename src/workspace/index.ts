@@ -1,0 +1,1 @@
+export { createWorkspace, countFileLines, type FileSnapshot, type Workspace } from './files.js'

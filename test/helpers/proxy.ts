@@ -1,0 +1,88 @@
+import { serve } from '@hono/node-server'
+import type { AddressInfo } from 'node:net'
+import { loadLoop, loadPromptBlock } from '../../src/config/loop.js'
+import { createApp } from '../../src/http/app.js'
+import { silentLogger, type Logger } from '../../src/log.js'
+import { recallSetup } from '../../src/pipeline/recall.js'
+import type { Store } from '../../src/store/index.js'
+import { generic } from '../../src/tools/index.js'
+import { createUpstream } from '../../src/upstream/index.js'
+import type { Workspace } from '../../src/workspace/index.js'
+
+export const loop = loadLoop()
+export const promptBlock = loadPromptBlock()
+
+export interface TestProxy {
+  readonly url: string
+  close(): Promise<void>
+}
+
+/** A real lembas-proxy on a loopback port, in this process, in front of `upstreamUrl`. */
+export async function startProxy(options: {
+  upstreamUrl: string
+  store: Store
+  workspace?: Workspace
+  sessionHeader?: string
+  maxBodyBytes?: number
+  timeoutMs?: number
+  log?: Logger
+}): Promise<TestProxy> {
+  const upstream = createUpstream({ baseUrl: options.upstreamUrl, timeoutMs: options.timeoutMs ?? 30_000 })
+  const app = createApp({
+    store: options.store,
+    upstream,
+    workspace: options.workspace,
+    rules: loop.context,
+    profile: generic,
+    promptBlock,
+    recall: recallSetup(loop.proxy.recall),
+    log: options.log ?? silentLogger,
+    options: { sessionHeader: options.sessionHeader ?? 'x-session-id', maxBodyBytes: options.maxBodyBytes ?? 64 * 1024 * 1024 },
+  })
+  const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s))
+  })
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await upstream.close()
+    },
+  }
+}
+
+/** POSTs a chat request to the proxy and returns status, headers and body text. */
+export async function postChat(
+  proxyUrl: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+  const response = await fetch(proxyUrl + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer test-key', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
+  const text = await response.text()
+  let json: any
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, headers: response.headers, text, json }
+}
+
+/** The data payloads of an SSE body, [DONE] included. */
+export function sseData(text: string): string[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.trim() !== '')
+    .map((block) =>
+      block
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trimStart())
+        .join('\n'),
+    )
+}
