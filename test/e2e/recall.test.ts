@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict'
+import { rmSync } from 'node:fs'
+import { after, before, describe, test } from 'node:test'
+import { createStore } from '../../src/store/index.js'
+import { assembleStream, TestAgent } from '../helpers/agent.js'
+import { startFakeUpstream, type FakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
+import { postChat, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { makeProject } from '../helpers/workspace.js'
+
+const DAY = 86_400_000
+
+function lastToolText(request: RecordedRequest): string {
+  const tool = request.json.messages.filter((m: any) => m.role === 'tool').at(-1)
+  return typeof tool.content === 'string' ? tool.content : tool.content[0].text
+}
+
+for (const stream of [false, true]) {
+  describe(`recall answered by the proxy (${stream ? 'streaming' : 'non-streaming'})`, () => {
+    let upstream: FakeUpstream
+    let proxy: TestProxy
+    let project: string
+    before(async () => {
+      upstream = await startFakeUpstream()
+      project = makeProject()
+      proxy = await startProxy({ upstreamUrl: upstream.url, store: await createStore('memory:', { idleTtlMs: DAY }) })
+    })
+    after(async () => {
+      await proxy.close()
+      await upstream.close()
+      rmSync(project, { recursive: true, force: true })
+    })
+
+    test('the client never sees a recall call, and the next request restores the hidden exchange', async () => {
+      upstream.requests.length = 0
+      let recalled = ''
+      upstream.setScript(
+        scriptedModel([
+          { calls: [{ name: 'Bash', args: { command: 'seq 1 1000' } }] },
+          { content: 'Let me look. ', calls: [{ name: 'recall', args: { id: '0001', offset: 500, limit: 3 } }] },
+          (request) => {
+            recalled = lastToolText(request)
+            return { content: 'Line 500 says 500.' }
+          },
+          { content: 'You are welcome.' },
+        ]),
+      )
+      const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project, stream })
+      assert.equal(await agent.ask('What is on line 500?'), 'Let me look. Line 500 says 500.')
+      assert.equal(recalled, '[#0002 recall #0001 lines 500-502 of 1000]\n500\n501\n502')
+      assert.ok(
+        agent.messages.every((m) => !(m.tool_calls ?? []).some((c: any) => c.function.name === 'recall')),
+        'no recall call reached the client',
+      )
+      assert.equal(await agent.ask('Thanks'), 'You are welcome.')
+      const requests = chatRequests(upstream.requests)
+      assert.equal(requests.length, 4)
+      assert.deepEqual(prefixViolations(upstream.requests), [])
+      const roles = requests[3].messages.slice(-5).map((m: any) => m.role + (m.tool_calls ? '+calls' : ''))
+      assert.deepEqual(roles, ['tool', 'assistant+calls', 'tool', 'assistant', 'user'])
+      const restored = requests[3].messages.findIndex((m: any) => m.tool_calls?.[0]?.function.name === 'recall')
+      assert.ok(restored > 0, 'the recall call is back in the upstream history')
+      assert.equal(requests[3].messages[restored].content, 'Let me look. ')
+      assert.equal(requests[3].messages[restored + 1].content, recalled)
+      assert.equal(requests[3].messages[restored + 2].content, 'Line 500 says 500.')
+      assert.equal(requests[3].messages[restored + 3].content, 'Thanks')
+    })
+
+    test('a recall next to a client tool call: recall answered, the other call returned with index 0', async () => {
+      upstream.requests.length = 0
+      upstream.setScript(
+        scriptedModel([
+          { calls: [{ name: 'Bash', args: { command: 'seq 1 900' } }] },
+          {
+            calls: [
+              { name: 'recall', args: { id: '#0001', offset: 450, limit: 1 } },
+              { name: 'Bash', args: { command: 'echo next' } },
+            ],
+          },
+          { content: 'Done.' },
+        ]),
+      )
+      const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project, stream })
+      assert.equal(await agent.ask('Check line 450 and run echo'), 'Done.')
+      const mixed = agent.messages.find((m) => m.tool_calls?.some((c: any) => c.function.arguments.includes('echo')))
+      assert.equal(mixed?.tool_calls.length, 1)
+      assert.equal(mixed?.tool_calls[0].function.name, 'Bash')
+      const requests = chatRequests(upstream.requests)
+      assert.equal(requests.length, 3, 'no extra upstream round: the client has a call to run')
+      assert.deepEqual(prefixViolations(upstream.requests), [])
+      const tail = requests[2].messages.slice(-3)
+      assert.deepEqual(tail.map((m: any) => m.role), ['assistant', 'tool', 'tool'])
+      assert.deepEqual(tail[0].tool_calls.map((c: any) => c.function.name), ['recall', 'Bash'])
+      assert.match(tail[1].content, /^\[#0002 recall #0001 lines 450-450 of 900\]\n450$/)
+      assert.match(tail[2].content, /^\[#0003\]\nnext\n$/)
+    })
+
+    test('recall rounds are bounded; an unknown id is answered, not an error', async () => {
+      upstream.requests.length = 0
+      const forever = { calls: [{ name: 'recall', args: { id: '#ffff' } }] }
+      upstream.setScript(scriptedModel([forever, forever, forever, forever, forever, forever]))
+      const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project, stream })
+      const answer = await agent.complete()
+      assert.equal(answer.tool_calls, undefined)
+      const requests = chatRequests(upstream.requests)
+      assert.equal(requests.length, 4, 'max_rounds upstream calls, then the proxy stops asking')
+      assert.match(lastToolText(upstream.requests[1]!), /^\[#\w+\] No stored result #ffff in this session\.$/)
+    })
+  })
+}
+
+describe('streaming details', () => {
+  test('usage is summed over recall rounds, one [DONE], chunk ids of the first round', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({ upstreamUrl: upstream.url, store: await createStore('memory:', { idleTtlMs: DAY }) })
+    try {
+      upstream.setScript(
+        scriptedModel([
+          { calls: [{ name: 'recall', args: { id: '#0001' } }] },
+          { content: 'Nothing stored yet.' },
+        ]),
+      )
+      const reply = await postChat(proxy.url, {
+        model: 'm',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: {} } } }],
+      })
+      assert.equal(reply.status, 200)
+      assert.match(reply.headers.get('content-type') ?? '', /text\/event-stream/)
+      const data = sseData(reply.text)
+      assert.equal(data.filter((d) => d === '[DONE]').length, 1)
+      const chunks = data.slice(0, -1).map((d) => JSON.parse(d))
+      const usage = chunks.filter((c) => c.usage).map((c) => c.usage)
+      assert.deepEqual(usage, [{ prompt_tokens: 200, completion_tokens: 20, total_tokens: 220 }])
+      assert.deepEqual(new Set(chunks.map((c) => c.id)), new Set(['chatcmpl-fake']))
+      assert.equal(assembleStream(reply.text).content, 'Nothing stored yet.')
+      assert.equal(chunks.filter((c) => c.choices?.[0]?.finish_reason).map((c) => c.choices[0].finish_reason).join(), 'stop')
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+
+  test('a client that defines its own recall tool keeps it: the proxy adds none and intercepts nothing', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({ upstreamUrl: upstream.url, store: await createStore('memory:', { idleTtlMs: DAY }) })
+    try {
+      upstream.setScript(scriptedModel([{ calls: [{ name: 'recall', args: { query: 'x' } }] }]))
+      const reply = await postChat(proxy.url, {
+        model: 'm',
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [{ type: 'function', function: { name: 'recall', parameters: { type: 'object', properties: {} } } }],
+      })
+      assert.equal(reply.json.choices[0].message.tool_calls[0].function.name, 'recall')
+      assert.equal(upstream.requests[0]!.json.tools.length, 1)
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+})
