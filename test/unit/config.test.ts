@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { describe, test } from 'node:test'
+import { FLAGS, parseCommandLine } from '../../src/config/flags.js'
+import { loadLoop, packageRoot, parseLoop } from '../../src/config/loop.js'
+import { ERROR_KINDS } from '../../src/errors.js'
+
+describe('command line', () => {
+  test('defaults, env twins, flags over env', () => {
+    const parsed = parseCommandLine([], {})
+    assert.equal(parsed.kind, 'run')
+    if (parsed.kind !== 'run') return
+    assert.equal(parsed.config.host, '127.0.0.1')
+    assert.equal(parsed.config.port, 8788)
+    assert.equal(parsed.config.upstream, 'http://127.0.0.1:8080/v1')
+    assert.equal(parsed.config.sessionHeader, 'x-session-id')
+    const env = { LEMBAS_PORT: '9000', LEMBAS_WORKSPACE: '/a:/b', LEMBAS_SESSION_HEADER: 'X-Session-Affinity' }
+    const fromEnv = parseCommandLine([], env)
+    assert.ok(fromEnv.kind === 'run' && fromEnv.config.port === 9000)
+    assert.ok(fromEnv.kind === 'run' && fromEnv.config.workspace.join() === '/a,/b')
+    assert.ok(fromEnv.kind === 'run' && fromEnv.config.sessionHeader === 'x-session-affinity')
+    const flags = parseCommandLine(['--port', '7000', '--workspace', '/c', '--workspace', '/d'], env)
+    assert.ok(flags.kind === 'run' && flags.config.port === 7000 && flags.config.workspace.join() === '/c,/d')
+  })
+  test('a bad value names its flag; an unknown flag is refused', () => {
+    assert.throws(() => parseCommandLine(['--port', 'x'], {}), /--port/)
+    assert.throws(() => parseCommandLine(['--upstream', 'ftp://x'], {}), /--upstream/)
+    assert.throws(() => parseCommandLine(['--bogus'], {}), /bogus/)
+  })
+})
+
+describe('loop.json', () => {
+  test('is valid, and a bad field stops start-up naming it', () => {
+    const loop = loadLoop()
+    assert.equal(loop.context.cap.max_lines, 400)
+    const broken = structuredClone(loop) as any
+    broken.context.texts.stub = ''
+    assert.throws(() => parseLoop(JSON.stringify(broken)), /context\.texts\.stub/)
+    delete broken.context.cap
+    assert.throws(() => parseLoop(JSON.stringify(broken)), /context\.cap/)
+    assert.throws(() => parseLoop('{'), /not valid JSON/)
+  })
+})
+
+describe('README', () => {
+  const readme = readFileSync(packageRoot() + 'README.md', 'utf8')
+  test('documents every flag, its env twin and every error code', () => {
+    for (const [name, flag] of Object.entries(FLAGS)) {
+      assert.ok(readme.includes(`--${name}`), `--${name}`)
+      assert.ok(readme.includes(flag.env), flag.env)
+    }
+    for (const kind of Object.keys(ERROR_KINDS)) assert.ok(readme.includes('`' + kind + '`'), kind)
+  })
+})

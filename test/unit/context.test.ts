@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import fc from 'fast-check'
+import { loadLoop } from '../../src/config/loop.js'
+import { capText, countChars, formatId, parseId, splitLines, unifiedHunks } from '../../src/context/index.js'
+
+const rules = loadLoop().context
+
+describe('ids', () => {
+  test('format in lowercase hex with at least four digits', () => {
+    assert.deepEqual([1, 9, 10, 255, 0xffff, 0x10000].map((n) => formatId(n, 4)), ['#0001', '#0009', '#000a', '#00ff', '#ffff', '#10000'])
+  })
+  test('parse with or without #, and refuse what is not an id', () => {
+    assert.equal(parseId('#000a'), 10)
+    assert.equal(parseId('000A'), 10)
+    assert.equal(parseId(' #10000 '), 0x10000)
+    for (const bad of ['', '#', 'zz', '#0000', '-1', '1.5']) assert.equal(parseId(bad), undefined, bad)
+  })
+})
+
+describe('text', () => {
+  test('a final newline ends the last line; CR stays on its line', () => {
+    assert.deepEqual(splitLines('a\r\nb\r\n'), { lines: ['a\r', 'b\r'], trailingNewline: true })
+    assert.deepEqual(splitLines('a\nb'), { lines: ['a', 'b'], trailingNewline: false })
+    assert.deepEqual(splitLines(''), { lines: [], trailingNewline: false })
+  })
+  test('characters are code points', () => {
+    assert.equal(countChars('é漢😀'), 3)
+  })
+})
+
+describe('capText (property)', () => {
+  const line = fc.string({ unit: fc.constantFrom('a', 'é', '😀', ' ', '\r'), maxLength: 300 })
+  const text = fc.array(line, { maxLength: 900 }).map((lines) => lines.join('\n'))
+
+  test('within both limits nothing changes; over them the head and tail stay within their budgets', () => {
+    fc.assert(
+      fc.property(text, (input) => {
+        const out = capText(input, '#0001', rules)
+        const lines = splitLines(input).lines
+        const over = lines.length > rules.cap.max_lines || countChars(input) > rules.cap.max_chars
+        if (!over) return out === input
+        const outLines = splitLines(out).lines
+        const elidedAt = outLines.findIndex((l) => /^\[\d+ lines elided, full output #0001\]$/.test(l))
+        if (elidedAt < 0) return false
+        const head = outLines.slice(0, elidedAt)
+        const tail = outLines.slice(elidedAt + 1)
+        const count = Number(/^\[(\d+)/.exec(outLines[elidedAt]!)![1])
+        const cut = head.length === 1 && head[0]!.endsWith('[…cut]')
+        return (
+          head.length <= rules.cap.head_lines &&
+          (cut || countChars(head.join('\n')) <= rules.cap.head_chars) &&
+          tail.length <= rules.cap.tail_lines &&
+          countChars(tail.join('\n')) <= rules.cap.tail_chars &&
+          count === lines.length - head.length - tail.length &&
+          (cut || head.every((l, i) => l === lines[i])) &&
+          tail.every((l, i) => l === lines[lines.length - tail.length + i])
+        )
+      }),
+      { numRuns: 200 },
+    )
+  })
+})
+
+describe('unifiedHunks', () => {
+  test('three lines of context, hunks only, far changes in separate hunks', () => {
+    const before = Array.from({ length: 30 }, (_, i) => `l${i + 1}`).join('\n') + '\n'
+    const after = before.replace('l2\n', 'L2\n').replace('l28\n', 'L28\n')
+    const hunks = unifiedHunks(before, after).split('\n')
+    assert.deepEqual(hunks.filter((l) => l.startsWith('@@')), ['@@ -1,5 +1,5 @@', '@@ -25,6 +25,6 @@'])
+    assert.ok(!hunks.some((l) => l.startsWith('---') || l.startsWith('+++') || l.startsWith('Index')))
+  })
+  test('equal texts have no hunks', () => {
+    assert.equal(unifiedHunks('a\n', 'a\n'), '')
+  })
+})

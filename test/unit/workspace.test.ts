@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict'
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, test } from 'node:test'
+import { countFileLines, createWorkspace } from '../../src/workspace/index.js'
+
+describe('workspace', () => {
+  const base = realpathSync(mkdtempSync(join(tmpdir(), 'lembas-ws-')))
+  const root = join(base, 'root')
+  mkdirSync(join(root, 'src'), { recursive: true })
+  writeFileSync(join(root, 'src', 'a.ts'), 'one\ntwo\n')
+  writeFileSync(join(base, 'secret.txt'), 'outside\n')
+  symlinkSync(join(base, 'secret.txt'), join(root, 'link-out'))
+  symlinkSync(join(root, 'src', 'a.ts'), join(root, 'link-in'))
+  after(() => rmSync(base, { recursive: true, force: true }))
+
+  test('reads a file inside a root, by relative or absolute path, with hash and line count', async () => {
+    const ws = await createWorkspace([root])
+    const byRelative = await ws.read('src/a.ts')
+    const byAbsolute = await ws.read(join(root, 'src', 'a.ts'))
+    assert.equal(byRelative?.absPath, join(root, 'src', 'a.ts'))
+    assert.equal(byRelative?.lines, 2)
+    assert.equal(byRelative?.sha256, byAbsolute?.sha256)
+    assert.equal((await ws.read('link-in'))?.absPath, join(root, 'src', 'a.ts'), 'identity is the resolved path')
+  })
+
+  test('never reads outside the roots: .., absolute paths, symlinks out, /proc, NUL', async () => {
+    const ws = await createWorkspace([root])
+    for (const path of ['../secret.txt', join(base, 'secret.txt'), 'link-out', '/proc/self/environ', '/etc/passwd', 'src/a.ts\0x', 'src']) {
+      assert.equal(await ws.read(path), undefined, path)
+    }
+  })
+
+  test('line counts: a final newline ends a line, empty is zero', () => {
+    assert.deepEqual(['', 'a', 'a\n', 'a\nb', 'a\n\n'].map(countFileLines), [0, 1, 1, 2, 2])
+  })
+})
