@@ -23,7 +23,14 @@ export interface ListingEntry {
   readonly textSha256: string
 }
 
-export type Entry = ReadEntry | ListingEntry
+/** A change to files (an edit, a write, a patch): earlier reads of them are no stub targets. */
+export interface TouchEntry {
+  readonly kind: 'touch'
+  readonly id: string
+  readonly absPaths: readonly string[]
+}
+
+export type Entry = ReadEntry | ListingEntry | TouchEntry
 
 /**
  * The dedupe table (spec §2, §6): the full results present earlier in the request being built.
@@ -34,8 +41,17 @@ export class DedupeTable {
   readonly #ids = new Set<string>()
 
   add(entry: Entry): void {
-    this.#entries.push(entry)
     this.#ids.add(entry.id)
+    if (entry.kind !== 'touch') {
+      this.#entries.push(entry)
+      return
+    }
+    // Blind mode cannot hash the file: a read of it before this change must not be a target.
+    const touched = new Set(entry.absPaths)
+    for (let i = this.#entries.length - 1; i >= 0; i--) {
+      const earlier = this.#entries[i]
+      if (earlier?.kind === 'read' && touched.has(earlier.absPath)) this.#entries.splice(i, 1)
+    }
   }
 
   has(id: string): boolean {

@@ -42,11 +42,14 @@ export function renderResult(input: RenderInput, table: DedupeTable, rules: Cont
       if (rules.dedupe.by_result.includes(call.group)) return renderListing(call, id, text, table, rules)
       return { text: withId(id, capText(text, id, rules), rules) }
     case 'edit':
-      return { text: renderEdit(call, id, rules) }
+      return { text: renderEdit(call, id, rules), entry: touch(id, [call.absPath]) }
     case 'patch':
-      return { text: renderPatch(call, id, rules) }
+      return { text: renderPatch(call, id, rules), entry: touch(id, call.files.map((file) => file.absPath)) }
     case 'other':
-      return { text: withId(id, capText(text, id, rules), rules) }
+      return {
+        text: withId(id, capText(text, id, rules), rules),
+        entry: call.touches?.length ? touch(id, call.touches) : undefined,
+      }
   }
 }
 
@@ -106,6 +109,10 @@ function renderListing(
   if (!earlier) return full
   const sentence = fill(rules.texts.same_result, { target: earlier.id })
   return { text: fill(rules.texts.id_bracket, { id }) + ' ' + sentence, stub: { target: earlier.id, full } }
+}
+
+function touch(id: string, absPaths: readonly string[]): Entry {
+  return { kind: 'touch', id, absPaths }
 }
 
 function withId(id: string, text: string, rules: ContextRules): string {

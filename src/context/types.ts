@@ -108,6 +108,8 @@ export interface ListingCall {
 
 export interface OtherCall {
   readonly kind: 'other'
+  /** Files the call changed (an edit the engine cannot diff): reads of them are no targets. */
+  readonly touches?: readonly string[]
 }
 
 export type SemanticCall = ReadCall | EditCall | PatchCall | ListingCall | OtherCall

@@ -15,16 +15,25 @@ export async function semanticCall(
   profile: Profile,
   workspace: Workspace | undefined,
 ): Promise<SemanticCall> {
+  // An agent's own placeholder is shown as it is, with an id: never a read, never a target.
+  if (profile.agentStubs.some((stub) => stub.test(text.trimStart()))) return { kind: 'other' }
   switch (classified.kind) {
     case 'other':
       return { kind: 'other' }
+    case 'write': {
+      const snapshot = await workspace?.read(classified.path)
+      return { kind: 'other', touches: [snapshot?.absPath ?? blindAbsPath(classified.path)] }
+    }
     case 'read':
       break
     default:
       return { kind: 'listing', group: classified.kind, name: classified.name, args: classified.args }
   }
   if (profile.failures.some((failure) => failure.test(text.trimStart()))) return { kind: 'other' }
-  const shown = shownLines(text)
+  const shown = shownLines(text, profile.envelopes)
+  if (shown.kind === 'list') {
+    return { kind: 'listing', group: 'list', name: 'read', args: { path: classified.path } }
+  }
   const start = shown.start ?? classified.start
   const end = start + shown.lines.length - 1
   const snapshot = await workspace?.read(classified.path)
@@ -51,6 +60,7 @@ export async function semanticCall(
     absPath: snapshot?.absPath ?? blindAbsPath(classified.path),
     start,
     end,
+    ...(shown.total === undefined ? {} : { total: shown.total }),
     // A file that changed since the tool read it is never a stub target: keep its lines unknown.
     ...(snapshot ? {} : { shown: shown.lines }),
   }

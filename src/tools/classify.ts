@@ -1,9 +1,11 @@
 import type { ToolDefinition } from '../wire/chat.js'
-import type { Profile, RangeRule, ToolKind, ToolRule } from './define-profile.js'
+import type { Profile, RangeRule, ToolRule } from './define-profile.js'
 
 /** What a tool call is, by its name and arguments; lines are 1-based inclusive. */
 export type Classified =
   | { readonly kind: 'read'; readonly path: string; readonly start: number; readonly end?: number }
+  /** A call that changes a file (edit, write); its answer is not yet a diff. */
+  | { readonly kind: 'write'; readonly path: string }
   | { readonly kind: 'list' | 'glob' | 'grep' | 'search'; readonly name: string; readonly args: unknown }
   | { readonly kind: 'other' }
 
@@ -19,9 +21,11 @@ export function classifyCall(
   if (!args) return OTHER
   const rule = profile.tools.find((tool) => tool.names.includes(name) && matchesWhen(tool, args))
   if (!rule) return OTHER
-  if (rule.kind !== 'read') return { kind: rule.kind as Exclude<ToolKind, 'read' | 'other'>, name, args }
+  if (rule.kind === 'other') return OTHER
+  if (rule.kind !== 'read' && rule.kind !== 'write') return { kind: rule.kind, name, args }
   const path = rule.path?.map((arg) => args[arg]).find((value) => typeof value === 'string' && value !== '')
   if (typeof path !== 'string') return OTHER
+  if (rule.kind === 'write') return { kind: 'write', path }
   return { kind: 'read', path, ...lineRange(rule.range ?? [], args, definitions.get(name)) }
 }
 

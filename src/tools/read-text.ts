@@ -1,3 +1,5 @@
+import type { ReadEnvelope } from './define-profile.js'
+
 /**
  * Reads the lines a read result shows. Agents number lines in several ways (research/agents.md
  * §1.5); when every content line carries one numbering, it is taken off and its numbers give
@@ -14,12 +16,35 @@ const NUMBERINGS: readonly RegExp[] = [
 ]
 
 export interface ShownLines {
-  /** First line number, when the result numbers its lines. */
+  /** First line number, when the result numbers its lines or its wrapper says. */
   readonly start?: number
   readonly lines: readonly string[]
+  /** The file's length, when the wrapper states it. */
+  readonly total?: number
+  /** Set when the wrapper says the result is not a file's lines. */
+  readonly kind?: 'list'
 }
 
-export function shownLines(text: string): ShownLines {
+/** The lines a read shows, with its agent's wrapper (if any) taken off. */
+export function shownLines(text: string, envelopes: readonly ReadEnvelope[] = []): ShownLines {
+  for (const envelope of envelopes) {
+    const match = envelope.pattern.exec(text)
+    if (!match) continue
+    if (envelope.kind) return { lines: [], kind: envelope.kind }
+    const groups = match.groups ?? {}
+    const inner = bareLines(groups.body ?? '')
+    const start = inner.start ?? optionalNumber(groups.start)
+    const total = optionalNumber(groups.total) ?? optionalNumber(groups.of)
+    return {
+      lines: inner.lines,
+      ...(start === undefined ? {} : { start }),
+      ...(total === undefined ? {} : { total }),
+    }
+  }
+  return bareLines(text)
+}
+
+function bareLines(text: string): ShownLines {
   const lines = text === '' ? [] : text.replace(/\n$/, '').split('\n')
   if (lines.length === 0) return { lines }
   for (const numbering of NUMBERINGS) {
@@ -27,6 +52,10 @@ export function shownLines(text: string): ShownLines {
     if (parsed) return parsed
   }
   return { lines }
+}
+
+function optionalNumber(value: string | undefined): number | undefined {
+  return value === undefined ? undefined : Number(value)
 }
 
 function numberedLines(lines: readonly string[], numbering: RegExp): ShownLines | undefined {

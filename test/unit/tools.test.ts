@@ -45,7 +45,8 @@ describe('classifyCall (generic profile)', () => {
     assert.equal(classifyCall(generic, 'Bash', '{"command":"ls"}', none).kind, 'other')
     assert.equal(classifyCall(generic, 'Read', 'not json', none).kind, 'other')
     assert.equal(classifyCall(generic, 'Read', '{"offset":3}', none).kind, 'other', 'a read without a path')
-    assert.equal(classifyCall(generic, 'str_replace_editor', '{"command":"create","path":"/a"}', none).kind, 'other')
+    assert.deepEqual(classifyCall(generic, 'str_replace_editor', '{"command":"create","path":"/a"}', none), { kind: 'write', path: '/a' })
+    assert.deepEqual(classifyCall(generic, 'edit', '{"filePath":"/a","oldString":"x","newString":"y"}', none), { kind: 'write', path: '/a' })
   })
 })
 
@@ -60,5 +61,28 @@ describe('shownLines', () => {
   test('raw text, or numbering with a gap, is the lines themselves', () => {
     assert.deepEqual(shownLines('plain\ntext\n'), { lines: ['plain', 'text'] })
     assert.deepEqual(shownLines('1: a\n3: b'), { lines: ['1: a', '3: b'] })
+  })
+})
+
+describe('read envelopes and agent stubs (captured results)', () => {
+  test("opencode's <path>/<content> wrapper comes off, and its footer states the length", () => {
+    const text = '<path>/p/u.ts</path>\n<type>file</type>\n<content>\n1: a\n2: b\n\n(End of file - total 2 lines)\n</content>'
+    assert.deepEqual(shownLines(text, generic.envelopes), { start: 1, lines: ['a', 'b'], total: 2 })
+    const part = '<path>/p/u.ts</path>\n<type>file</type>\n<content>\n101: x\n\n(Showing lines 101-101 of 301. Use offset=102 to continue.)\n</content>'
+    assert.deepEqual(shownLines(part, generic.envelopes), { start: 101, lines: ['x'], total: 301 })
+  })
+  test("opencode's directory read is a listing", () => {
+    const text = '<path>/p/src</path>\n<type>directory</type>\n<entries>\na.ts\n\n(1 entries)\n</entries>'
+    assert.equal(shownLines(text, generic.envelopes).kind, 'list')
+  })
+  test("Qwen Code's partial-read header gives the range", () => {
+    const text = 'Showing lines 101-102 of 302 total lines.\n\n---\n\nfoo\nbar'
+    assert.deepEqual(shownLines(text, generic.envelopes), { start: 101, lines: ['foo', 'bar'] })
+  })
+  test("agents' own placeholders are recognised", () => {
+    const qwen = '[File src/big.ts unchanged since last read in this session — the full content was provided earlier in this conversation.]'
+    for (const text of [qwen, '[Old tool result content cleared]', 'File unchanged since last read. The content from the earlier Read tool_result in this conversation is still current — refer to that instead of re-reading.']) {
+      assert.ok(generic.agentStubs.some((stub) => stub.test(text)), text)
+    }
   })
 })
