@@ -5,7 +5,8 @@ import { createStore } from '../../src/store/index.js'
 import { assembleStream, TestAgent } from '../helpers/agent.js'
 import { startFakeUpstream, type FakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
-import { postChat, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { createLogger } from '../../src/log.js'
+import { postChat, promptBlock, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
@@ -136,6 +137,8 @@ describe('streaming details', () => {
       assert.deepEqual(usage, [{ prompt_tokens: 200, completion_tokens: 20, total_tokens: 220 }])
       assert.deepEqual(new Set(chunks.map((c) => c.id)), new Set(['chatcmpl-fake']))
       assert.equal(assembleStream(reply.text).content, 'Nothing stored yet.')
+      const first = upstream.requests[0]!.json.messages[0]
+      assert.deepEqual(first, { role: 'system', content: promptBlock }, 'a system message is added for the block')
       assert.equal(chunks.filter((c) => c.choices?.[0]?.finish_reason).map((c) => c.choices[0].finish_reason).join(), 'stop')
     } finally {
       await proxy.close()
@@ -143,9 +146,11 @@ describe('streaming details', () => {
     }
   })
 
-  test('a client that defines its own recall tool keeps it: the proxy adds none and intercepts nothing', async () => {
+  test('a client that defines its own recall tool keeps it: the proxy adds none, intercepts nothing, and logs it', async () => {
     const upstream = await startFakeUpstream()
-    const proxy = await startProxy({ upstreamUrl: upstream.url, store: await createStore('memory:', { idleTtlMs: DAY }) })
+    const lines: string[] = []
+    const log = createLogger('info', (line) => lines.push(line))
+    const proxy = await startProxy({ upstreamUrl: upstream.url, store: await createStore('memory:', { idleTtlMs: DAY }), log })
     try {
       upstream.setScript(scriptedModel([{ calls: [{ name: 'recall', args: { query: 'x' } }] }]))
       const reply = await postChat(proxy.url, {
@@ -155,6 +160,7 @@ describe('streaming details', () => {
       })
       assert.equal(reply.json.choices[0].message.tool_calls[0].function.name, 'recall')
       assert.equal(upstream.requests[0]!.json.tools.length, 1)
+      assert.ok(lines.some((line) => JSON.parse(line).event === 'recall-left-to-client'))
     } finally {
       await proxy.close()
       await upstream.close()

@@ -1,0 +1,124 @@
+/**
+ * The real command line: `lembas-proxy` processes started as a user starts them, two at once
+ * on one Redis, one killed and started again, with an agent taking requests to each in turn.
+ */
+import assert from 'node:assert/strict'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { rmSync } from 'node:fs'
+import { after, before, describe, test } from 'node:test'
+import { packageRoot } from '../../src/config/loop.js'
+import { TestAgent } from '../helpers/agent.js'
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
+import { startRedis, type TestRedis } from '../helpers/redis-server.js'
+import { makeProject } from '../helpers/workspace.js'
+import { join } from 'node:path'
+
+interface Running {
+  readonly child: ChildProcess
+  readonly url: string
+  readonly stdout: string
+}
+
+async function startCli(args: string[], env: Record<string, string> = {}): Promise<Running> {
+  const child = spawn(process.execPath, ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args], {
+    env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stderr!.on('data', (chunk) => (stderr += chunk))
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk) => {
+      stdout += chunk
+      const match = /^lembas-proxy listening on (http:\/\/\S+) -> (\S+)$/m.exec(stdout)
+      if (match) resolve({ child, url: match[1]!, stdout })
+    })
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
+  })
+}
+
+async function stopCli(running: Running, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (running.child.exitCode !== null) return
+  const exited = once(running.child, 'exit')
+  running.child.kill(signal)
+  await exited
+}
+
+describe('the lembas-proxy command', () => {
+  let upstream: FakeUpstream
+  let redis: TestRedis
+  let project: string
+  before(async () => {
+    upstream = await startFakeUpstream()
+    redis = await startRedis()
+    project = makeProject()
+  })
+  after(async () => {
+    await upstream.close()
+    await redis.stop()
+    rmSync(project, { recursive: true, force: true })
+  })
+
+  test('prints its listening line and answers healthz', async () => {
+    const running = await startCli(['--port', '0', '--upstream', upstream.url, '--store', 'memory:'])
+    try {
+      assert.match(running.stdout, new RegExp(`^lembas-proxy listening on http://127\\.0\\.0\\.1:\\d+ -> ${upstream.url.replace(/[/.]/g, '\\$&')}\\n`))
+      const health = await fetch(running.url + '/healthz')
+      assert.equal(health.status, 200)
+      assert.equal((await health.json()).ok, true)
+    } finally {
+      await stopCli(running)
+    }
+  })
+
+  test('a bad flag stops it with a message naming the flag', async () => {
+    await assert.rejects(startCli(['--port', 'nope']), /--port/)
+    await assert.rejects(startCli(['--store', 'postgres://x']), /store .* is not understood/)
+  })
+
+  test('two processes on one Redis, one killed and restarted mid-session: same bytes, ids go on', async () => {
+    const app = join(project, 'app.ts')
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Read', args: { file_path: app } }] },
+        { calls: [{ name: 'Bash', args: { command: 'seq 1 500' } }] },
+        { calls: [{ name: 'Read', args: { file_path: app, offset: 10, limit: 10 } }] },
+        { calls: [{ name: 'Glob', args: { pattern: '*.ts', path: project } }] },
+        { calls: [{ name: 'Glob', args: { pattern: '*.ts', path: project } }] },
+        { content: 'done' },
+      ]),
+    )
+    const args = ['--port', '0', '--upstream', upstream.url, '--store', redis.url, '--workspace', project]
+    const a = await startCli(args)
+    let b = await startCli(args)
+    const urls = [a.url, b.url]
+    const agent = new TestAgent({ proxyUrl: urls, workspace: project })
+    // Before the fourth request (b's second), b dies without a goodbye and is started again.
+    const complete = agent.complete.bind(agent)
+    agent.complete = async () => {
+      if (agent.replies.length === 3) {
+        await stopCli(b, 'SIGKILL')
+        b = await startCli(args)
+        urls[1] = b.url
+      }
+      return complete()
+    }
+    try {
+      assert.equal(await agent.ask('work'), 'done')
+      assert.deepEqual(prefixViolations(upstream.requests), [])
+      const tools = chatRequests(upstream.requests).at(-1).messages.filter((m: any) => m.role === 'tool')
+      assert.deepEqual(
+        tools.map((m: any) => m.content.split('\n')[0].split(' ')[0]),
+        ['[#0001', '[#0002]', '[#0003', '[#0004]', '[#0005]'],
+      )
+      assert.match(tools[2].content, /Unchanged since #0001/)
+      assert.equal(tools[4].content, '[#0005] Same result as #0004.')
+    } finally {
+      await stopCli(a)
+      await stopCli(b)
+    }
+  })
+})
