@@ -8,13 +8,15 @@ import { createApp } from './http/app.js'
 import { createLogger } from './log.js'
 import { recallSetup } from './pipeline/recall.js'
 import { createStore, defaultSqlitePath } from './store/index.js'
-import { generic } from './tools/index.js'
+import { defaultProfile } from './tools/index.js'
 import { createUpstream } from './upstream/index.js'
 import { createWorkspace } from './workspace/index.js'
 
 /** The only place that reads the environment, listens, or exits. */
 async function main(): Promise<void> {
-  const version = (JSON.parse(readFileSync(packageRoot() + 'package.json', 'utf8')) as { version: string }).version
+  const version = (
+    JSON.parse(readFileSync(packageRoot() + 'package.json', 'utf8')) as { version: string }
+  ).version
   const parsed = parseCommandLine(process.argv.slice(2), process.env)
   if (parsed.kind === 'help') return void process.stdout.write(helpText(version))
   if (parsed.kind === 'version') return void process.stdout.write(version + '\n')
@@ -25,14 +27,16 @@ async function run(config: Config): Promise<void> {
   const log = createLogger(config.logLevel)
   const loop = loadLoop()
   const workspace = config.workspace.length > 0 ? await openWorkspace(config.workspace) : undefined
-  const store = await createStore(config.store || 'sqlite:' + defaultSqlitePath(), { idleTtlMs: config.idleTtlMs })
+  const store = await createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
+    idleTtlMs: config.idleTtlMs,
+  })
   const upstream = createUpstream({ baseUrl: config.upstream, timeoutMs: config.upstreamTimeoutMs })
   const app = createApp({
     store,
     upstream,
     workspace,
     rules: loop.context,
-    profile: generic,
+    profile: defaultProfile,
     promptBlock: loadPromptBlock(),
     recall: recallSetup(loop.proxy.recall),
     log,
@@ -40,10 +44,15 @@ async function run(config: Config): Promise<void> {
   })
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
-    process.stdout.write(`lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n`)
+    process.stdout.write(
+      `lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n`,
+    )
   })
   if (!isLoopback(config.host)) {
-    log.warn('listening-beyond-loopback', { host: config.host, hint: 'anyone who reaches this address can use your upstream' })
+    log.warn('listening-beyond-loopback', {
+      host: config.host,
+      hint: 'anyone who reaches this address can use your upstream',
+    })
   }
   const stop = async (signal: string) => {
     log.info('stopping', { signal })
@@ -76,7 +85,8 @@ function displayUrl(url: string): string {
 }
 
 main().catch((error: unknown) => {
-  const message = error instanceof LembasError ? error.message : ((error as Error).stack ?? String(error))
+  const message =
+    error instanceof LembasError ? error.message : ((error as Error).stack ?? String(error))
   process.stderr.write(`lembas-proxy: ${message}\n`)
   process.exit(error instanceof LembasError && error.kind === 'config_invalid' ? 2 : 1)
 })

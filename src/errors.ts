@@ -33,7 +33,10 @@ export class LembasError extends Error {
 }
 
 /** The OpenAI error body for an error kind. */
-export function openAIErrorBody(kind: ErrorKind, message: string): {
+export function openAIErrorBody(
+  kind: ErrorKind,
+  message: string,
+): {
   error: { message: string; type: string; param: null; code: ErrorKind }
 } {
   return { error: { message, type: ERROR_KINDS[kind].type, param: null, code: kind } }

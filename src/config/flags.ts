@@ -4,7 +4,11 @@ import { LembasError } from '../errors.js'
 
 /** Every flag, its env twin, its default and what it means: the one source of --help. */
 export const FLAGS = {
-  host: { env: 'LEMBAS_HOST', default: '127.0.0.1', help: 'address to listen on (loopback by default)' },
+  host: {
+    env: 'LEMBAS_HOST',
+    default: '127.0.0.1',
+    help: 'address to listen on (loopback by default)',
+  },
   port: { env: 'LEMBAS_PORT', default: '8788', help: 'port to listen on' },
   upstream: {
     env: 'LEMBAS_UPSTREAM',
@@ -21,15 +25,31 @@ export const FLAGS = {
     default: '',
     help: 'directory whose files the agent reads (repeatable; env: colon-separated); enables exact read brackets',
   },
-  'session-header': { env: 'LEMBAS_SESSION_HEADER', default: 'x-session-id', help: 'request header that names a session' },
+  'session-header': {
+    env: 'LEMBAS_SESSION_HEADER',
+    default: 'x-session-id',
+    help: 'request header that names a session',
+  },
   'upstream-timeout-ms': {
     env: 'LEMBAS_UPSTREAM_TIMEOUT_MS',
     default: '600000',
     help: 'how long to wait for the upstream to answer or to send the next chunk',
   },
-  'max-body-mb': { env: 'LEMBAS_MAX_BODY_MB', default: '64', help: 'largest request body accepted (413 beyond)' },
-  'idle-ttl-days': { env: 'LEMBAS_IDLE_TTL_DAYS', default: '30', help: 'drop a session after this long unused' },
-  'log-level': { env: 'LEMBAS_LOG_LEVEL', default: 'info', help: 'debug, info, warn, error or silent' },
+  'max-body-mb': {
+    env: 'LEMBAS_MAX_BODY_MB',
+    default: '64',
+    help: 'largest request body accepted (413 beyond)',
+  },
+  'idle-ttl-days': {
+    env: 'LEMBAS_IDLE_TTL_DAYS',
+    default: '30',
+    help: 'drop a session after this long unused',
+  },
+  'log-level': {
+    env: 'LEMBAS_LOG_LEVEL',
+    default: 'info',
+    help: 'debug, info, warn, error or silent',
+  },
 } as const
 
 type FlagName = keyof typeof FLAGS
@@ -45,8 +65,14 @@ const ConfigSchema = z.object({
     .regex(/^[A-Za-z0-9-]+$/)
     .transform((name) => name.toLowerCase()),
   upstreamTimeoutMs: z.coerce.number().int().positive(),
-  maxBodyBytes: z.coerce.number().positive().transform((mb) => Math.round(mb * 1024 * 1024)),
-  idleTtlMs: z.coerce.number().positive().transform((days) => Math.round(days * 86_400_000)),
+  maxBodyBytes: z.coerce
+    .number()
+    .positive()
+    .transform((mb) => Math.round(mb * 1024 * 1024)),
+  idleTtlMs: z.coerce
+    .number()
+    .positive()
+    .transform((days) => Math.round(days * 86_400_000)),
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']),
 })
 
@@ -62,7 +88,10 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       args: [...argv],
       options: {
         ...Object.fromEntries(
-          Object.keys(FLAGS).map((name) => [name, { type: 'string', multiple: name === 'workspace' }]),
+          Object.keys(FLAGS).map((name) => [
+            name,
+            { type: 'string', multiple: name === 'workspace' },
+          ]),
         ),
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean', short: 'v' },
@@ -71,7 +100,10 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       strict: true,
     })
   } catch (error) {
-    throw new LembasError('config_invalid', `${(error as Error).message}\nRun lembas-proxy --help for the flags.`)
+    throw new LembasError(
+      'config_invalid',
+      `${(error as Error).message}\nRun lembas-proxy --help for the flags.`,
+    )
   }
   const values = parsed.values as Record<string, string | string[] | boolean | undefined>
   if (values.help) return { kind: 'help' }
@@ -128,7 +160,7 @@ export function helpText(version: string): string {
     '  -h, --help              this text',
     '  -v, --version           the version',
     '',
-    'Point your agent\'s OpenAI base URL at http://HOST:PORT/v1. Example:',
+    "Point your agent's OpenAI base URL at http://HOST:PORT/v1. Example:",
     '  lembas-proxy --upstream http://127.0.0.1:8080/v1 --workspace ~/src/myproject',
     '',
   ].join('\n')

@@ -18,7 +18,10 @@ export function parseLoop(text: string, source = 'loop.json'): Loop {
   try {
     json = JSON.parse(text)
   } catch (error) {
-    throw new LembasError('config_invalid', `${source}: not valid JSON (${(error as Error).message})`)
+    throw new LembasError(
+      'config_invalid',
+      `${source}: not valid JSON (${(error as Error).message})`,
+    )
   }
   const parsed = LoopSchema.safeParse(json)
   if (!parsed.success) {

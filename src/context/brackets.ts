@@ -19,6 +19,7 @@ export function readBracket(read: ReadCall, id: string, rules: ContextRules): st
     if (read.file.lines === 0) return fill(t.read_bracket_empty, { id, path: read.path, sha })
     return fill(t.read_bracket, { ...base, total: read.file.lines, sha })
   }
-  if (read.total !== undefined) return fill(t.read_bracket_blind_total, { ...base, total: read.total })
+  if (read.total !== undefined)
+    return fill(t.read_bracket_blind_total, { ...base, total: read.total })
   return fill(t.read_bracket_blind, base)
 }

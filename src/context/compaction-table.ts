@@ -18,7 +18,10 @@ export interface TableRead {
  * The table after a summary (spec §7): the newest full read of each file by absolute path,
  * newest last, at most compaction.rows; undefined when there are no reads.
  */
-export function renderCompactionTable(reads: readonly TableRead[], rules: ContextRules): string | undefined {
+export function renderCompactionTable(
+  reads: readonly TableRead[],
+  rules: ContextRules,
+): string | undefined {
   const newestByPath = new Map<string, TableRead>()
   for (const read of reads) {
     newestByPath.delete(read.absPath) // re-insert so Map order is "newest last"

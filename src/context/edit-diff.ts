@@ -25,7 +25,8 @@ export function renderEdit(call: EditCall, id: string, rules: ContextRules): str
  */
 export function renderPatch(call: PatchCall, id: string, rules: ContextRules): string {
   const [only, ...more] = call.files
-  if (only && more.length === 0) return renderEdit({ kind: 'edit', ...only, note: call.note }, id, rules)
+  if (only && more.length === 0)
+    return renderEdit({ kind: 'edit', ...only, note: call.note }, id, rules)
   const t = rules.texts
   const parts = call.files.map((file) => {
     const answer = describeChange(file, rules, {
@@ -65,7 +66,12 @@ function describeChange(change: FileChange, rules: ContextRules, brackets: Brack
 }
 
 /** The diff is capped like any output; the bracket line stays first, the tool's note last. */
-function withNote(answer: Answer, id: string, rules: ContextRules, note: string | undefined): string {
+function withNote(
+  answer: Answer,
+  id: string,
+  rules: ContextRules,
+  note: string | undefined,
+): string {
   const body = answer.body === undefined ? '' : '\n' + capText(answer.body, id, rules)
   return answer.head + body + (note ? '\n' + note : '')
 }

@@ -3,7 +3,15 @@ export { TEXT_NAMES } from './types.js'
 export { formatId, parseId } from './ids.js'
 export { capText } from './cap.js'
 export { readBracket, shortSha } from './brackets.js'
-export { DedupeTable, sha256Hex, sortedKeyJson, type Entry, type ReadEntry, type ListingEntry, type TouchEntry } from './dedupe-table.js'
+export {
+  DedupeTable,
+  sha256Hex,
+  sortedKeyJson,
+  type Entry,
+  type ReadEntry,
+  type ListingEntry,
+  type TouchEntry,
+} from './dedupe-table.js'
 export { renderEdit, renderPatch, unifiedHunks } from './edit-diff.js'
 export { renderRecall, type RecallRequest } from './recall.js'
 export { renderCompactionTable, type TableRead } from './compaction-table.js'

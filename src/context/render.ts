@@ -26,25 +26,43 @@ export interface FullRendering {
 export interface Rendering extends FullRendering {
   /** Set when `text` is a stub: the id it names, and the full rendering for when it is gone. */
   readonly stub?: { readonly target: string; readonly full: FullRendering } | undefined
+  /** What recall shows of this result, when it is not the tool's own text: an edit's whole diff. */
+  readonly stored?: string | undefined
 }
 
 /**
  * Renders a newly inserted result (spec §1–§6) against the dedupe table of the request being
  * built. The caller adds `entry` to the table when it sends this rendering.
  */
-export function renderResult(input: RenderInput, table: DedupeTable, rules: ContextRules): Rendering {
+export function renderResult(
+  input: RenderInput,
+  table: DedupeTable,
+  rules: ContextRules,
+): Rendering {
   const id = formatId(input.number, rules.ids.digits)
   const { call, text } = input
   switch (call.kind) {
     case 'read':
       return renderRead(call, id, text, table, rules)
     case 'listing':
-      if (rules.dedupe.by_result.includes(call.group)) return renderListing(call, id, text, table, rules)
+      if (rules.dedupe.by_result.includes(call.group))
+        return renderListing(call, id, text, table, rules)
       return { text: withId(id, capText(text, id, rules), rules) }
     case 'edit':
-      return { text: renderEdit(call, id, rules), entry: touch(id, [call.absPath]) }
+      return {
+        text: renderEdit(call, id, rules),
+        stored: renderEdit(call, id, uncapped(rules)),
+        entry: touch(id, [call.absPath]),
+      }
     case 'patch':
-      return { text: renderPatch(call, id, rules), entry: touch(id, call.files.map((file) => file.absPath)) }
+      return {
+        text: renderPatch(call, id, rules),
+        stored: renderPatch(call, id, uncapped(rules)),
+        entry: touch(
+          id,
+          call.files.map((file) => file.absPath),
+        ),
+      }
     case 'other':
       return {
         text: withId(id, capText(text, id, rules), rules),
@@ -78,12 +96,22 @@ function renderRead(
   }
   const earlier = empty ? undefined : table.findRead(read)
   if (!earlier) return full
-  const sentence = fill(rules.texts.stub, { target: earlier.id, start: earlier.start, end: earlier.end })
+  const sentence = fill(rules.texts.stub, {
+    target: earlier.id,
+    start: earlier.start,
+    end: earlier.end,
+  })
   return { text: bracket + ' ' + sentence, stub: { target: earlier.id, full } }
 }
 
 function readEntry(read: ReadCall, id: string): Entry | undefined {
-  const base = { kind: 'read' as const, id, absPath: read.absPath, start: read.start, end: read.end }
+  const base = {
+    kind: 'read' as const,
+    id,
+    absPath: read.absPath,
+    start: read.start,
+    end: read.end,
+  }
   if (read.file) return { ...base, sha256: read.file.sha256 }
   // Blind: only the lines themselves can show that a later read is unchanged.
   if (read.shown && read.shown.length === read.end - read.start + 1) {
@@ -108,7 +136,16 @@ function renderListing(
   const earlier = table.findListing(key, textSha256)
   if (!earlier) return full
   const sentence = fill(rules.texts.same_result, { target: earlier.id })
-  return { text: fill(rules.texts.id_bracket, { id }) + ' ' + sentence, stub: { target: earlier.id, full } }
+  return {
+    text: fill(rules.texts.id_bracket, { id }) + ' ' + sentence,
+    stub: { target: earlier.id, full },
+  }
+}
+
+/** The rules with no cap: the full answer is what is stored, the capped one what is shown. */
+function uncapped(rules: ContextRules): ContextRules {
+  const none = Number.POSITIVE_INFINITY
+  return { ...rules, cap: { ...rules.cap, max_lines: none, max_chars: none } }
 }
 
 function touch(id: string, absPaths: readonly string[]): Entry {

@@ -24,7 +24,9 @@ export interface AppDeps extends PipelineDeps {
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono()
   app.onError((error, c) => errorResponse(c, error, deps.log))
-  app.notFound((c) => c.json(openAIErrorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404))
+  app.notFound((c) =>
+    c.json(openAIErrorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404),
+  )
 
   app.get('/healthz', async (c) => {
     try {
@@ -78,7 +80,10 @@ async function readBody(c: Context, maxBytes: number): Promise<string> {
 }
 
 function tooLarge(maxBytes: number): LembasError {
-  return new LembasError('body_too_large', `the request body is over the limit of ${maxBytes} bytes (--max-body-mb)`)
+  return new LembasError(
+    'body_too_large',
+    `the request body is over the limit of ${maxBytes} bytes (--max-body-mb)`,
+  )
 }
 
 function parseChatBody(text: string, maxDepth: number) {
@@ -89,10 +94,14 @@ function parseChatBody(text: string, maxDepth: number) {
   try {
     json = JSON.parse(text)
   } catch (error) {
-    throw new LembasError('invalid_request', `the body is not valid JSON: ${(error as Error).message}`)
+    throw new LembasError(
+      'invalid_request',
+      `the body is not valid JSON: ${(error as Error).message}`,
+    )
   }
   const checked = checkChatRequest(json)
-  if (!checked.ok) throw new LembasError('invalid_request', `not a chat completions request: ${checked.message}`)
+  if (!checked.ok)
+    throw new LembasError('invalid_request', `not a chat completions request: ${checked.message}`)
   return checked.value
 }
 
@@ -104,7 +113,8 @@ export function nestingDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i)
     if (inString) {
-      if (code === 92) i++ // backslash: skip the escaped character
+      if (code === 92)
+        i++ // backslash: skip the escaped character
       else if (code === 34) inString = false
     } else if (code === 34) inString = true
     else if (code === 123 || code === 91) max = Math.max(max, ++depth)
@@ -118,7 +128,10 @@ function toResponse(reply: Reply, passthroughEncoding = false): Response {
     case 'text':
       return new Response(reply.body, {
         status: reply.status,
-        headers: { ...responseHeadersForClient(reply.headers, { passthroughEncoding: false }), 'content-type': contentType(reply.headers) },
+        headers: {
+          ...responseHeadersForClient(reply.headers, { passthroughEncoding: false }),
+          'content-type': contentType(reply.headers),
+        },
       })
     case 'sse':
       return new Response(sseStream(reply.events), {
@@ -132,7 +145,9 @@ function toResponse(reply: Reply, passthroughEncoding = false): Response {
       })
     case 'upstream': {
       const { response } = reply
-      const body = [204, 304].includes(response.status) ? null : (Readable.toWeb(response.body) as ReadableStream)
+      const body = [204, 304].includes(response.status)
+        ? null
+        : (Readable.toWeb(response.body) as ReadableStream)
       return new Response(body, {
         status: response.status,
         headers: responseHeadersForClient(response.headers, { passthroughEncoding }),

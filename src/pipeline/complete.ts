@@ -55,7 +55,8 @@ export async function completeChat(turn: Turn): Promise<Answer> {
     await recordHiddenExchange(visible, hidden, turn.session, turn.store)
     choice.message = { ...message, ...visible }
     if (visibleCalls.length === 0) delete (choice.message as Record<string, unknown>).tool_calls
-    choice.finish_reason = visibleCalls.length > 0 ? 'tool_calls' : (recalls.length > 0 ? 'stop' : choice.finish_reason)
+    choice.finish_reason =
+      visibleCalls.length > 0 ? 'tool_calls' : recalls.length > 0 ? 'stop' : choice.finish_reason
     if (usage !== undefined) json.usage = usage
     return { ...answer, body: JSON.stringify(json) }
   }

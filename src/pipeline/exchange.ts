@@ -23,7 +23,9 @@ export async function recordHiddenExchange(
 ): Promise<void> {
   const scope = session.ensure()
   const key = assistantKey(visible)
-  await store.putIfAbsent(scope, [[keys.hidden(key), JSON.stringify({ messages: upstreamMessages })]])
+  await store.putIfAbsent(scope, [
+    [keys.hidden(key), JSON.stringify({ messages: upstreamMessages })],
+  ])
   if (!session.identity.explicit) {
     await store.putIfAbsent(session.identity.tenant, [[keys.ownerOfAssistant(key), scope]])
   }

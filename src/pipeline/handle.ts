@@ -26,8 +26,17 @@ export interface PipelineDeps {
 
 /** A reply for the HTTP layer: a whole body, an SSE stream, or the upstream's own response. */
 export type Reply =
-  | { readonly kind: 'text'; readonly status: number; readonly headers: Record<string, string | string[]>; readonly body: string }
-  | { readonly kind: 'sse'; readonly headers: Record<string, string | string[]>; readonly events: AsyncGenerator<string> }
+  | {
+      readonly kind: 'text'
+      readonly status: number
+      readonly headers: Record<string, string | string[]>
+      readonly body: string
+    }
+  | {
+      readonly kind: 'sse'
+      readonly headers: Record<string, string | string[]>
+      readonly events: AsyncGenerator<string>
+    }
   | { readonly kind: 'upstream'; readonly response: UpstreamResponse }
 
 export interface ChatInput {
@@ -58,7 +67,10 @@ export async function handleChat(input: ChatInput, deps: PipelineDeps): Promise<
     return { kind: 'upstream', response }
   }
   const clientHasRecall = tools.some((tool) => tool.function?.name === deps.recall.name)
-  if (clientHasRecall) deps.log.warn('recall-left-to-client', { reason: `the client defines a tool named ${deps.recall.name}` })
+  if (clientHasRecall)
+    deps.log.warn('recall-left-to-client', {
+      reason: `the client defines a tool named ${deps.recall.name}`,
+    })
 
   const started = Date.now()
   const session = await findSession(request.messages, input.identity, deps.store)
@@ -97,6 +109,9 @@ export function assertSerializable(value: unknown): void {
   try {
     JSON.stringify(value)
   } catch (error) {
-    throw new LembasError('invalid_request', `the request cannot be forwarded: ${(error as Error).message}`)
+    throw new LembasError(
+      'invalid_request',
+      `the request cannot be forwarded: ${(error as Error).message}`,
+    )
   }
 }

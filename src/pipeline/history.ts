@@ -12,7 +12,7 @@ import {
   type ToolCall,
   type ToolDefinition,
 } from '../wire/chat.js'
-import { semanticCall } from './facts.js'
+import { resultFacts, type FileViews } from './facts.js'
 import { keys, parseRecord, type HiddenRecord, type ToolRecord } from './records.js'
 
 export interface HistoryDeps {
@@ -57,7 +57,8 @@ export async function findSession(
   identity: Identity,
   store: Store,
 ): Promise<SessionRef> {
-  if (identity.explicit) return new SessionRef(identity, explicitScope({ ...identity, explicit: identity.explicit }))
+  if (identity.explicit)
+    return new SessionRef(identity, explicitScope({ ...identity, explicit: identity.explicit }))
   const ownerKeys = messages.flatMap((message) => {
     if (message.role === 'tool') return [keys.ownerOfTool(toolMessageKey(message))]
     if (message.role === 'assistant') return [keys.ownerOfAssistant(assistantKey(message))]
@@ -65,7 +66,10 @@ export async function findSession(
   })
   if (ownerKeys.length === 0) return new SessionRef(identity, undefined)
   const owners = await store.get(identity.tenant, ownerKeys)
-  return new SessionRef(identity, owners.find((owner) => owner !== undefined))
+  return new SessionRef(
+    identity,
+    owners.find((owner) => owner !== undefined),
+  )
 }
 
 interface Slot {
@@ -89,14 +93,25 @@ export async function rebuildHistory(
   const assistants: Slot[] = []
   messages.forEach((message, index) => {
     if (message.role === 'tool') tools.push({ index, message, key: toolMessageKey(message) })
-    else if (message.role === 'assistant') assistants.push({ index, message, key: assistantKey(message) })
+    else if (message.role === 'assistant')
+      assistants.push({ index, message, key: assistantKey(message) })
   })
 
-  let { toolRecords, hiddenRecords } = await readRecords(session.scope, tools, assistants, deps.store)
+  let { toolRecords, hiddenRecords } = await readRecords(
+    session.scope,
+    tools,
+    assistants,
+    deps.store,
+  )
   const fresh = tools.filter((slot) => !toolRecords.has(slot.key))
   if (fresh.length > 0 && (await claimOwnership(session, fresh, deps.store))) {
     // Another replica created this session first: its records are the ones to use.
-    ;({ toolRecords, hiddenRecords } = await readRecords(session.scope, tools, assistants, deps.store))
+    ;({ toolRecords, hiddenRecords } = await readRecords(
+      session.scope,
+      tools,
+      assistants,
+      deps.store,
+    ))
   }
   const stillFresh = tools.filter((slot) => !toolRecords.has(slot.key))
   const written =
@@ -116,7 +131,8 @@ async function readRecords(
 ): Promise<{ toolRecords: Map<string, ToolRecord>; hiddenRecords: Map<string, HiddenRecord> }> {
   const toolRecords = new Map<string, ToolRecord>()
   const hiddenRecords = new Map<string, HiddenRecord>()
-  if (scope === undefined || tools.length + assistants.length === 0) return { toolRecords, hiddenRecords }
+  if (scope === undefined || tools.length + assistants.length === 0)
+    return { toolRecords, hiddenRecords }
   const values = await store.get(scope, [
     ...tools.map((slot) => keys.tool(slot.key)),
     ...assistants.map((slot) => keys.hidden(slot.key)),
@@ -136,7 +152,11 @@ async function readRecords(
  * An implicit session claims the new messages in its tenant's index. When two replicas race on
  * the same first request, the index's first writer wins and the other joins its session.
  */
-async function claimOwnership(session: SessionRef, fresh: readonly Slot[], store: Store): Promise<boolean> {
+async function claimOwnership(
+  session: SessionRef,
+  fresh: readonly Slot[],
+  store: Store,
+): Promise<boolean> {
   if (session.identity.explicit) return false
   const scope = session.ensure()
   const winners = await store.putIfAbsent(
@@ -156,36 +176,49 @@ async function renderFresh(
   deps: HistoryDeps,
 ): Promise<Map<string, ToolRecord>> {
   const scope = session.ensure()
-  const numbers = await deps.store.claimIds(scope, fresh.map((slot) => keys.tool(slot.key)))
+  const numbers = await deps.store.claimIds(
+    scope,
+    fresh.map((slot) => keys.tool(slot.key)),
+  )
   const calls = toolCallsById(messages)
   const definitions = definitionsByName(tools)
-  const semantic = await Promise.all(
-    fresh.map((slot) => {
-      const call = calls.get(slot.message.tool_call_id ?? '')
-      const classified = call
-        ? classifyCall(deps.profile, call.function.name, call.function.arguments, definitions)
-        : ({ kind: 'other' } as const)
-      return semanticCall(classified, contentText(slot.message.content), deps.profile, deps.workspace)
-    }),
-  )
   const freshIndex = new Map(fresh.map((slot, i) => [slot.index, i]))
 
-  // Render in message order against the table of what this request carries before each one.
+  // In message order: the dedupe table and the file views are what this request carries
+  // before each result. Views hold a file's content as the request last showed it.
   const table = new DedupeTable()
+  const views = new Map<string, { sha256: string; content?: string }>()
+  const fileViews: FileViews = {
+    async content(absPath) {
+      const view = views.get(absPath)
+      if (!view) return undefined
+      if (view.content !== undefined) return view.content
+      const [stored] = await deps.store.get(scope, [keys.file(view.sha256)])
+      return stored
+    },
+  }
   const rendered = new Map<string, ToolRecord>()
-  const results: (readonly [string, string])[] = []
-  messages.forEach((message, index) => {
-    if (message.role !== 'tool') return
+  const writes: (readonly [string, string])[] = []
+  for (const [index, message] of messages.entries()) {
+    if (message.role !== 'tool') continue
     const i = freshIndex.get(index)
     if (i === undefined) {
       const record = known.get(toolMessageKey(message))
-      if (record) addShown(table, record)
-      return
+      if (record) {
+        addShown(table, record)
+        for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
+      }
+      continue
     }
     const slot = fresh[i]!
     const number = numbers[i]!
     const text = contentText(slot.message.content)
-    const rendering = renderResult({ number, call: semantic[i]!, text }, table, deps.rules)
+    const call = calls.get(slot.message.tool_call_id ?? '')
+    const classified = call
+      ? classifyCall(deps.profile, call.function.name, call.function.arguments, definitions)
+      : ({ kind: 'other' } as const)
+    const facts = await resultFacts(classified, text, deps.profile, deps.workspace, fileViews)
+    const rendering = renderResult({ number, call: facts.call, text }, table, deps.rules)
     const record: ToolRecord = {
       n: number,
       content: withText(slot.message.content, rendering.text),
@@ -197,16 +230,24 @@ async function renderFresh(
         entry: rendering.stub.full.entry,
         read: rendering.stub.full.read,
       },
+      views: facts.views?.map((view) => ({ absPath: view.absPath, sha256: view.sha256 })),
+    }
+    for (const view of facts.views ?? []) {
+      views.set(view.absPath, { sha256: view.sha256, content: view.content })
+      writes.push([keys.file(view.sha256), view.content])
     }
     rendered.set(slot.key, record)
-    results.push([keys.result(number), text])
+    writes.push([keys.result(number), rendering.stored ?? text])
     addShown(table, record)
-  })
+  }
 
-  // Full results first, then the renderings that point at them: a crash in between leaves no
-  // rendering whose recall would fail. First writer wins: a concurrent twin reads ours back.
-  await deps.store.putIfAbsent(scope, results)
-  const entries = [...rendered].map(([key, record]) => [keys.tool(key), JSON.stringify(record)] as const)
+  // Full results and file contents first, then the renderings that point at them: a crash in
+  // between leaves no rendering whose recall would fail. First writer wins: a concurrent twin
+  // reads ours back.
+  await deps.store.putIfAbsent(scope, writes)
+  const entries = [...rendered].map(
+    ([key, record]) => [keys.tool(key), JSON.stringify(record)] as const,
+  )
   const winners = await deps.store.putIfAbsent(scope, entries)
   const out = new Map<string, ToolRecord>()
   entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
@@ -214,7 +255,10 @@ async function renderFresh(
 }
 
 /** Adds what a rendering shows to the table; a stub whose target is gone shows in full. */
-function addShown(table: DedupeTable, record: ToolRecord): { content: ToolRecord['content']; stub: boolean } {
+function addShown(
+  table: DedupeTable,
+  record: ToolRecord,
+): { content: ToolRecord['content']; stub: boolean } {
   if (record.stub && table.has(record.stub.target)) return { content: record.content, stub: true }
   const entry = record.stub ? record.stub.entry : record.entry
   if (entry) table.add(entry)
@@ -257,14 +301,16 @@ function assemble(
 /** The block goes once at the end of the first system message: the same bytes every time. */
 function withPromptBlock(message: ChatMessage, block: string): ChatMessage {
   const content = message.content
-  if (Array.isArray(content)) return { ...message, content: [...content, { type: 'text', text: block }] }
+  if (Array.isArray(content))
+    return { ...message, content: [...content, { type: 'text', text: block }] }
   const text = typeof content === 'string' && content !== '' ? content + '\n\n' + block : block
   return { ...message, content: text }
 }
 
 function toolCallsById(messages: readonly ChatMessage[]): Map<string, ToolCall> {
   const calls = new Map<string, ToolCall>()
-  for (const message of messages) for (const call of message.tool_calls ?? []) calls.set(call.id, call)
+  for (const message of messages)
+    for (const call of message.tool_calls ?? []) calls.set(call.id, call)
   return calls
 }
 

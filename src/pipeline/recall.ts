@@ -43,7 +43,10 @@ export async function answerRecalls(
   store: Store,
   rules: ContextRules,
 ): Promise<ChatMessage[]> {
-  const numbers = await store.claimIds(scope, calls.map((call) => keys.recallClaim(call.id)))
+  const numbers = await store.claimIds(
+    scope,
+    calls.map((call) => keys.recallClaim(call.id)),
+  )
   const asked = calls.map((call) => recallArguments(call.function.arguments))
   const targets = asked.map((args) => (args.id === undefined ? undefined : parseId(args.id)))
   const wanted = targets.filter((n): n is number => n !== undefined)
@@ -83,7 +86,8 @@ function recallArguments(json: string): RecallArguments {
     return {}
   }
   if (!isRecord(value)) return {}
-  const id = typeof value.id === 'string' || typeof value.id === 'number' ? String(value.id) : undefined
+  const id =
+    typeof value.id === 'string' || typeof value.id === 'number' ? String(value.id) : undefined
   return { id, offset: numberOf(value.offset), limit: numberOf(value.limit) }
 }
 
@@ -92,7 +96,11 @@ function numberOf(value: unknown): number | undefined {
   return typeof n === 'number' && Number.isFinite(n) ? n : undefined
 }
 
-function targetLabel(given: string | undefined, n: number | undefined, rules: ContextRules): string {
+function targetLabel(
+  given: string | undefined,
+  n: number | undefined,
+  rules: ContextRules,
+): string {
   if (n !== undefined) return formatId(n, rules.ids.digits)
   return '#' + (given ?? '').replace(/^#/, '').slice(0, 40)
 }

@@ -6,6 +6,8 @@ export const keys = {
   tool: (messageKey: string) => 'm:' + messageKey,
   hidden: (assistantKey: string) => 'h:' + assistantKey,
   result: (n: number) => 'r:' + n,
+  /** A file's content by its SHA-256: the base of a later edit's diff. */
+  file: (sha256: string) => 'f:' + sha256,
   recallClaim: (toolCallId: string) => 'x:' + toolCallId,
   ownerOfTool: (messageKey: string) => 'o:m:' + messageKey,
   ownerOfAssistant: (assistantKey: string) => 'o:h:' + assistantKey,
@@ -26,6 +28,8 @@ export interface ToolRecord {
         readonly read?: TableRead | undefined
       }
     | undefined
+  /** The files this result shows whole, as they are after it (a full read, an edit). */
+  readonly views?: readonly { readonly absPath: string; readonly sha256: string }[] | undefined
 }
 
 /** The upstream messages a client-visible assistant message stands for (a recall exchange). */

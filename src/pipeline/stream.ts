@@ -104,7 +104,11 @@ class Round {
   toolCalls(): ToolCall[] {
     return [...this.calls.entries()]
       .sort(([a], [b]) => a - b)
-      .map(([, call]) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }))
+      .map(([, call]) => ({
+        id: call.id,
+        type: 'function',
+        function: { name: call.name, arguments: call.arguments },
+      }))
   }
 
   /** Calls whose name never came are the client's: they go out at the end. */
@@ -115,7 +119,8 @@ class Round {
       state.recall = false
       state.visibleIndex = this.nextVisible++
       const parts = state.pending.map((p) => ({ ...p, index: state.visibleIndex }))
-      if (parts.length > 0) out.push(JSON.stringify(this.template({ delta: { tool_calls: parts } })))
+      if (parts.length > 0)
+        out.push(JSON.stringify(this.template({ delta: { tool_calls: parts } })))
     }
     return out
   }
@@ -134,7 +139,9 @@ class Round {
 }
 
 function hasContent(delta: Record<string, unknown>): boolean {
-  return Object.entries(delta).some(([key, value]) => key !== 'role' && value !== null && value !== undefined && value !== '')
+  return Object.entries(delta).some(
+    ([key, value]) => key !== 'role' && value !== null && value !== undefined && value !== '',
+  )
 }
 
 /**
@@ -161,7 +168,11 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
         } catch {
           throw new LembasError('upstream_bad_response', 'upstream sent an event that is not JSON')
         }
-        if (!isRecord(chunk)) throw new LembasError('upstream_bad_response', 'upstream sent an event that is not an object')
+        if (!isRecord(chunk))
+          throw new LembasError(
+            'upstream_bad_response',
+            'upstream sent an event that is not an object',
+          )
         if (isRecord(chunk.error)) {
           yield encodeSseData(event.data) // the upstream's own error event, as it came
           return
@@ -181,7 +192,8 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
       if (recalls.length === 0 && round === 0) {
         if (state.finish) yield encodeSseData(state.finish.raw)
         // Usage rides on its own chunk (OpenAI) or on the finish chunk (some local servers).
-        if (state.usage && state.usage.raw !== state.finish?.raw) yield encodeSseData(state.usage.raw)
+        if (state.usage && state.usage.raw !== state.finish?.raw)
+          yield encodeSseData(state.usage.raw)
         yield encodeSseData(SSE_DONE)
         return
       }
@@ -196,7 +208,10 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
           response = await sendChat(turn, { ...turn.body, messages })
           if (response.status !== 200) {
             const detail = (await response.body.text()).slice(0, 500)
-            throw new LembasError('upstream_bad_response', `upstream answered ${response.status} after a recall: ${detail}`)
+            throw new LembasError(
+              'upstream_bad_response',
+              `upstream answered ${response.status} after a recall: ${detail}`,
+            )
           }
           continue
         }
@@ -206,7 +221,9 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
       const visible = upstreamAssistant(texts.join('') || null, visibleCalls)
       await recordHiddenExchange(visible, hidden, turn.session, turn.store)
       const finishReason = visibleCalls.length > 0 ? 'tool_calls' : 'stop'
-      yield encodeSseData(JSON.stringify(state.template({ delta: {}, finish_reason: finishReason })))
+      yield encodeSseData(
+        JSON.stringify(state.template({ delta: {}, finish_reason: finishReason })),
+      )
       if (includeUsage && usage !== undefined) {
         yield encodeSseData(JSON.stringify({ ...state.template({}), choices: [], usage }))
       }

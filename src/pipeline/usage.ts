@@ -5,7 +5,8 @@ export function sumUsage(a: unknown, b: unknown): unknown {
   if (typeof a === 'number' && typeof b === 'number') return a + b
   if (typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
     const out: Record<string, unknown> = { ...(a as Record<string, unknown>) }
-    for (const [key, value] of Object.entries(b as Record<string, unknown>)) out[key] = sumUsage(out[key], value)
+    for (const [key, value] of Object.entries(b as Record<string, unknown>))
+      out[key] = sumUsage(out[key], value)
     return out
   }
   return b // not a count (a model name, a flag): the latest wins

@@ -7,7 +7,9 @@ import { shortHash } from './identity.js'
  * content, so it is treated as a new message rather than mistaken for the old one.
  */
 export function toolMessageKey(message: ChatMessage): string {
-  return shortHash((message.tool_call_id ?? '') + '\u0000' + JSON.stringify(message.content ?? null))
+  return shortHash(
+    (message.tool_call_id ?? '') + '\u0000' + JSON.stringify(message.content ?? null),
+  )
 }
 
 /**
@@ -16,6 +18,7 @@ export function toolMessageKey(message: ChatMessage): string {
  */
 export function assistantKey(message: Pick<ChatMessage, 'content' | 'tool_calls'>): string {
   const calls = message.tool_calls ?? []
-  if (calls.length > 0) return shortHash('calls\u0000' + calls.map((call) => call.id).join('\u0000'))
+  if (calls.length > 0)
+    return shortHash('calls\u0000' + calls.map((call) => call.id).join('\u0000'))
   return shortHash('text\u0000' + contentText(message.content).trim())
 }

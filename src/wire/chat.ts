@@ -52,7 +52,8 @@ export function checkChatRequest(body: unknown): Parsed<ChatRequest> {
   if (body.tools !== undefined) {
     if (!Array.isArray(body.tools)) return fail("'tools' must be an array")
     for (const [index, tool] of body.tools.entries()) {
-      if (!isRecord(tool) || typeof tool.type !== 'string') return fail(`tools[${index}] must be an object with a type`)
+      if (!isRecord(tool) || typeof tool.type !== 'string')
+        return fail(`tools[${index}] must be an object with a type`)
     }
   }
   return { ok: true, value: body as ChatRequest }
@@ -65,7 +66,7 @@ function messageProblem(message: unknown): string | undefined {
   if (content !== undefined && content !== null && typeof content !== 'string') {
     if (!Array.isArray(content)) return "'content' must be a string, an array of parts or null"
     if (!content.every((part) => isRecord(part) && typeof part.type === 'string')) {
-      return "every content part must be an object with a type"
+      return 'every content part must be an object with a type'
     }
   }
   if (message.role === 'tool' && typeof message.tool_call_id !== 'string') {

@@ -41,7 +41,11 @@ export async function createWorkspace(
       } catch {
         return undefined
       }
-      if (!realRoots.some((root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep))) {
+      if (
+        !realRoots.some(
+          (root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep),
+        )
+      ) {
         return undefined
       }
       return readRegularFile(real, maxFileBytes)
@@ -49,7 +53,10 @@ export async function createWorkspace(
   }
 }
 
-async function readRegularFile(absPath: string, maxBytes: number): Promise<FileSnapshot | undefined> {
+async function readRegularFile(
+  absPath: string,
+  maxBytes: number,
+): Promise<FileSnapshot | undefined> {
   let handle
   try {
     handle = await open(absPath, 'r')

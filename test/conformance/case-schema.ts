@@ -21,7 +21,10 @@ const Change = z.strictObject({
   ...path,
   before: TextSpec.nullable(),
   after: TextSpec.nullable(),
-  sha: z.string().regex(/^[0-9a-f]{1,64}$/).optional(),
+  sha: z
+    .string()
+    .regex(/^[0-9a-f]{1,64}$/)
+    .optional(),
 })
 
 export const Step = z.discriminatedUnion('op', [
@@ -58,7 +61,11 @@ export const Step = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('other'), name: z.string(), result: TextSpec, ...Expect }),
   z.strictObject({
     op: z.literal('recall'),
-    args: z.strictObject({ id: z.string(), offset: z.number().optional(), limit: z.number().optional() }),
+    args: z.strictObject({
+      id: z.string(),
+      offset: z.number().optional(),
+      limit: z.number().optional(),
+    }),
     ...Expect,
   }),
   z.strictObject({ op: z.literal('reply') }),
@@ -78,4 +85,8 @@ export const Case = z.strictObject({
 })
 export type Case = z.infer<typeof Case>
 
-export const Suite = z.strictObject({ spec: z.string(), comment: z.string().optional(), cases: z.array(Case) })
+export const Suite = z.strictObject({
+  spec: z.string(),
+  comment: z.string().optional(),
+  cases: z.array(Case),
+})

@@ -14,7 +14,9 @@ describe(`conformance: context ${suite.spec}`, () => {
       for (const { step, actual, expected } of simulate(testCase.steps, rules)) {
         if (actual === expected) continue
         if (actual === null || expected === null) {
-          problems.push(`step ${step}: expected ${expected === null ? 'no text' : 'a text'}, got ${actual === null ? 'none' : JSON.stringify(actual.slice(0, 200))}`)
+          problems.push(
+            `step ${step}: expected ${expected === null ? 'no text' : 'a text'}, got ${actual === null ? 'none' : JSON.stringify(actual.slice(0, 200))}`,
+          )
         } else {
           problems.push(`step ${step}: ${firstDifference(expected, actual)}`)
         }

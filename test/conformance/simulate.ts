@@ -28,7 +28,8 @@ export function expandText(spec: TextSpec): string {
       if (typeof piece === 'string') return piece
       if ('repeat' in piece) return piece.repeat.repeat(piece.count)
       const lines: string[] = []
-      for (let n = piece.from; n <= piece.to; n++) lines.push(piece.gen.replaceAll('{n}', String(n)))
+      for (let n = piece.from; n <= piece.to; n++)
+        lines.push(piece.gen.replaceAll('{n}', String(n)))
       return lines.join('\n')
     })
     .join('\n')
@@ -88,7 +89,11 @@ export function simulate(steps: readonly Step[], rules: ContextRules): Produced[
             .map((result) => (result.rendering.stub ? undefined : result.rendering.read))
             .filter((read) => read !== undefined)
           const table = renderCompactionTable(reads, rules) ?? null
-          produced.push({ step: index, actual: table, expected: step.expect === null ? null : expandText(step.expect) })
+          produced.push({
+            step: index,
+            actual: table,
+            expected: step.expect === null ? null : expandText(step.expect),
+          })
         }
         markers.push({ step: index, kind: step.op })
         return
@@ -114,7 +119,10 @@ export function simulate(steps: readonly Step[], rules: ContextRules): Produced[
       case 'recall': {
         const number = nextNumber++
         const targetNumber = parseId(step.args.id)
-        const target = targetNumber === undefined ? '#' + step.args.id.replace(/^#/, '') : formatId(targetNumber, rules.ids.digits)
+        const target =
+          targetNumber === undefined
+            ? '#' + step.args.id.replace(/^#/, '')
+            : formatId(targetNumber, rules.ids.digits)
         const text = renderRecall(
           {
             id: formatId(number, rules.ids.digits),
@@ -134,7 +142,7 @@ export function simulate(steps: readonly Step[], rules: ContextRules): Produced[
         const number = nextNumber++
         const { call, text } = toCall(step)
         const rendering = renderResult({ number, call, text }, currentTable().table, rules)
-        stored.set(number, text)
+        stored.set(number, rendering.stored ?? text)
         results.push({ step: index, number, rendering, request: requestIndex() })
         produced.push({ step: index, actual: rendering.text, expected: expandText(step.expect) })
       }
@@ -168,7 +176,10 @@ function toChange(change: {
   }
 }
 
-type ResultStep = Exclude<Step, { op: 'reply' | 'compaction' | 'rewind' | 'advance' | 'recall' | 'request' }>
+type ResultStep = Exclude<
+  Step,
+  { op: 'reply' | 'compaction' | 'rewind' | 'advance' | 'recall' | 'request' }
+>
 
 function toCall(step: ResultStep): { call: SemanticCall; text: string } {
   switch (step.op) {
@@ -201,7 +212,11 @@ function toCall(step: ResultStep): { call: SemanticCall; text: string } {
       }
     case 'patch':
       return {
-        call: { kind: 'patch', files: step.files.map(toChange), ...(step.note ? { note: step.note } : {}) },
+        call: {
+          kind: 'patch',
+          files: step.files.map(toChange),
+          ...(step.note ? { note: step.note } : {}),
+        },
         text: step.result ? expandText(step.result) : '',
       }
     case 'other':

@@ -35,7 +35,8 @@ const expectedLines = new Set(
   suite.cases.flatMap((c) =>
     c.steps.flatMap((step) => {
       if (!('expect' in step) || step.expect === null) return []
-      const texts = Array.isArray(step.expect) && step.op === 'request' ? step.expect : [step.expect]
+      const texts =
+        Array.isArray(step.expect) && step.op === 'request' ? step.expect : [step.expect]
       return texts.flatMap((text) => expandText(text as never).split('\n'))
     }),
   ),

@@ -22,10 +22,14 @@ interface Running {
 }
 
 async function startCli(args: string[], env: Record<string, string> = {}): Promise<Running> {
-  const child = spawn(process.execPath, ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args], {
-    env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args],
+    {
+      env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   let stdout = ''
   let stderr = ''
   child.stderr!.on('data', (chunk) => (stderr += chunk))
@@ -62,12 +66,24 @@ describe('the lembas-proxy command', () => {
   })
 
   test('prints its listening line and answers healthz', async () => {
-    const running = await startCli(['--port', '0', '--upstream', upstream.url, '--store', 'memory:'])
+    const running = await startCli([
+      '--port',
+      '0',
+      '--upstream',
+      upstream.url,
+      '--store',
+      'memory:',
+    ])
     try {
-      assert.match(running.stdout, new RegExp(`^lembas-proxy listening on http://127\\.0\\.0\\.1:\\d+ -> ${upstream.url.replace(/[/.]/g, '\\$&')}\\n`))
+      assert.match(
+        running.stdout,
+        new RegExp(
+          `^lembas-proxy listening on http://127\\.0\\.0\\.1:\\d+ -> ${upstream.url.replace(/[/.]/g, '\\$&')}\\n`,
+        ),
+      )
       const health = await fetch(running.url + '/healthz')
       assert.equal(health.status, 200)
-      assert.equal((await health.json()).ok, true)
+      assert.equal(((await health.json()) as { ok: boolean }).ok, true)
     } finally {
       await stopCli(running)
     }
@@ -91,7 +107,16 @@ describe('the lembas-proxy command', () => {
         { content: 'done' },
       ]),
     )
-    const args = ['--port', '0', '--upstream', upstream.url, '--store', redis.url, '--workspace', project]
+    const args = [
+      '--port',
+      '0',
+      '--upstream',
+      upstream.url,
+      '--store',
+      redis.url,
+      '--workspace',
+      project,
+    ]
     const a = await startCli(args)
     let b = await startCli(args)
     const urls = [a.url, b.url]
@@ -109,7 +134,9 @@ describe('the lembas-proxy command', () => {
     try {
       assert.equal(await agent.ask('work'), 'done')
       assert.deepEqual(prefixViolations(upstream.requests), [])
-      const tools = chatRequests(upstream.requests).at(-1).messages.filter((m: any) => m.role === 'tool')
+      const tools = chatRequests(upstream.requests)
+        .at(-1)
+        .messages.filter((m: any) => m.role === 'tool')
       assert.deepEqual(
         tools.map((m: any) => m.content.split('\n')[0].split(' ')[0]),
         ['[#0001', '[#0002]', '[#0003', '[#0004]', '[#0005]'],

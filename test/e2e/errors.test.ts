@@ -5,11 +5,18 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { request as httpRequest } from 'node:http'
 import { createStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
-import { chatChunks, rawSse, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import {
+  chatChunks,
+  rawSse,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '../helpers/fake-upstream.js'
 import { postChat, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
 
 const DAY = 86_400_000
-const TOOLS = [{ type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: {} } } }]
+const TOOLS = [
+  { type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: {} } } },
+]
 const chat = (extra: Record<string, unknown> = {}) => ({
   model: 'm',
   messages: [{ role: 'user', content: 'hi' }],
@@ -30,7 +37,12 @@ describe('errors reach the client in the OpenAI shape', () => {
   before(async () => {
     upstream = await startFakeUpstream()
     store = await createStore('memory:', { idleTtlMs: DAY })
-    proxy = await startProxy({ upstreamUrl: upstream.url, store, maxBodyBytes: 1024 * 1024, timeoutMs: 500 })
+    proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store,
+      maxBodyBytes: 1024 * 1024,
+      timeoutMs: 500,
+    })
   })
   after(async () => {
     await proxy.close()
@@ -46,7 +58,11 @@ describe('errors reach the client in the OpenAI shape', () => {
   })
 
   test('a body that is not a chat request is a 400 naming the field', async () => {
-    for (const body of [{ model: 'm' }, { messages: [{ content: 'no role' }] }, { messages: [{ role: 'tool', content: 'x' }] }]) {
+    for (const body of [
+      { model: 'm' },
+      { messages: [{ content: 'no role' }] },
+      { messages: [{ role: 'tool', content: 'x' }] },
+    ]) {
       const reply = await postChat(proxy.url, body)
       assert.equal(reply.status, 400)
       assertOpenAIError(reply.json, 'invalid_request')
@@ -57,13 +73,19 @@ describe('errors reach the client in the OpenAI shape', () => {
 
   test('nesting too deep for a rewrite is a 400, not a crash', async () => {
     const deep = '['.repeat(20_000) + ']'.repeat(20_000)
-    const reply = await postChat(proxy.url, `{"messages":[{"role":"user","content":"x","extra":${deep}}],"tools":[]}`)
+    const reply = await postChat(
+      proxy.url,
+      `{"messages":[{"role":"user","content":"x","extra":${deep}}],"tools":[]}`,
+    )
     assert.equal(reply.status, 400)
     assert.match(reply.json.error.message, /nests deeper/)
   })
 
   test('a body over the limit is a 413', async () => {
-    const reply = await postChat(proxy.url, chat({ messages: [{ role: 'user', content: 'x'.repeat(2 * 1024 * 1024) }] }))
+    const reply = await postChat(
+      proxy.url,
+      chat({ messages: [{ role: 'user', content: 'x'.repeat(2 * 1024 * 1024) }] }),
+    )
     assert.equal(reply.status, 413)
     assertOpenAIError(reply.json, 'body_too_large')
   })
@@ -100,7 +122,11 @@ describe('errors reach the client in the OpenAI shape', () => {
   })
 
   test('malformed SSE from the upstream becomes an error event', async () => {
-    upstream.setScript(() => ({ raw: rawSse('data: {"id":"x","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: {broken\n\n') }))
+    upstream.setScript(() => ({
+      raw: rawSse(
+        'data: {"id":"x","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: {broken\n\n',
+      ),
+    }))
     const reply = await postChat(proxy.url, chat({ stream: true }))
     const data = sseData(reply.text)
     assert.equal(JSON.parse(data[0]!).choices[0].delta.content, 'hi')
@@ -126,7 +152,10 @@ describe('errors reach the client in the OpenAI shape', () => {
 
   test('a client that goes away mid-stream aborts the upstream stream', async () => {
     upstream.requests.length = 0
-    upstream.setScript(() => ({ sse: chatChunks({ content: Array.from({ length: 50 }, (_, i) => `w${i} `) }), delayMs: 40 }))
+    upstream.setScript(() => ({
+      sse: chatChunks({ content: Array.from({ length: 50 }, (_, i) => `w${i} `) }),
+      delayMs: 40,
+    }))
     const controller = new AbortController()
     const response = await fetch(proxy.url + '/v1/chat/completions', {
       method: 'POST',
@@ -162,12 +191,22 @@ describe('errors reach the client in the OpenAI shape', () => {
     assert.equal(embed.status, 201)
     assert.deepEqual(JSON.parse(embed.text), { echoed: body })
     assert.equal(upstream.requests[1]!.path, '/v1/embeddings?x=1')
-    assert.equal(upstream.requests[1]!.headers['x-secret'], undefined, 'a header named in Connection is hop-by-hop')
+    assert.equal(
+      upstream.requests[1]!.headers['x-secret'],
+      undefined,
+      'a header named in Connection is hop-by-hop',
+    )
   })
 
   test('a request without tools is forwarded byte for byte', async () => {
     upstream.requests.length = 0
-    upstream.setScript(() => ({ json: { choices: [{ index: 0, message: { role: 'assistant', content: 'hey' }, finish_reason: 'stop' }] } }))
+    upstream.setScript(() => ({
+      json: {
+        choices: [
+          { index: 0, message: { role: 'assistant', content: 'hey' }, finish_reason: 'stop' },
+        ],
+      },
+    }))
     const raw = '{"model":"m",   "messages":[{"role":"user","content":"hi"}]}'
     const reply = await postChat(proxy.url, raw)
     assert.equal(reply.json.choices[0].message.content, 'hey')
@@ -207,7 +246,13 @@ describe('a dead upstream or store', () => {
         chat({
           messages: [
             { role: 'user', content: 'hi' },
-            { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'Bash', arguments: '{}' } }] },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                { id: 'c1', type: 'function', function: { name: 'Bash', arguments: '{}' } },
+              ],
+            },
             { role: 'tool', tool_call_id: 'c1', content: 'out' },
           ],
         }),
@@ -233,7 +278,11 @@ async function freePort(): Promise<number> {
   return port
 }
 
-function rawPost(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+function rawPost(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(url, { method: 'POST', headers }, (response) => {
       let text = ''

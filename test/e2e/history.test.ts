@@ -69,7 +69,10 @@ for (const stream of [false, true]) {
         assert.equal(texts.length, 5)
         assert.equal(texts[0]!.split('\n')[0], `[#0001 ${app} lines 1-340 of 340 sha ${sha}]`)
         assert.equal(texts[0]!.split('\n')[1], `     1→export const line1 = 1 // app`)
-        assert.equal(texts[1], `[#0002 ${app} lines 50-80 of 340 sha ${sha}] Unchanged since #0001, which already shows lines 1-340.`)
+        assert.equal(
+          texts[1],
+          `[#0002 ${app} lines 50-80 of 340 sha ${sha}] Unchanged since #0001, which already shows lines 1-340.`,
+        )
         assert.equal(texts[2], `[#0003]\n${join(project, 'app.ts')}\n${join(project, 'util.ts')}`)
         assert.equal(texts[3], '[#0004] Same result as #0003.')
         const capped = texts[4]!.split('\n')
@@ -83,9 +86,12 @@ for (const stream of [false, true]) {
         assert.equal(system.role, 'system')
         assert.ok(system.content.endsWith('\n\n' + promptBlock))
         assert.equal(requests[0].tools.at(-1).function.name, 'recall')
-        assert.equal(requests[0].tools.length, 4)
+        assert.equal(requests[0].tools.length, 6)
         // The client's own history is untouched by what the upstream saw.
-        assert.equal(agent.messages.filter((m) => m.role === 'tool')[1]!.content.split('\n').length, 31)
+        assert.equal(
+          agent.messages.filter((m) => m.role === 'tool')[1]!.content.split('\n').length,
+          31,
+        )
       } finally {
         await proxy.close()
         await store.close()

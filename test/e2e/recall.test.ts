@@ -3,7 +3,11 @@ import { rmSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { createStore } from '../../src/store/index.js'
 import { assembleStream, TestAgent } from '../helpers/agent.js'
-import { startFakeUpstream, type FakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import {
+  startFakeUpstream,
+  type FakeUpstream,
+  type RecordedRequest,
+} from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
 import { createLogger } from '../../src/log.js'
 import { postChat, promptBlock, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
@@ -24,7 +28,10 @@ for (const stream of [false, true]) {
     before(async () => {
       upstream = await startFakeUpstream()
       project = makeProject()
-      proxy = await startProxy({ upstreamUrl: upstream.url, store: await createStore('memory:', { idleTtlMs: DAY }) })
+      proxy = await startProxy({
+        upstreamUrl: upstream.url,
+        store: await createStore('memory:', { idleTtlMs: DAY }),
+      })
     })
     after(async () => {
       await proxy.close()
@@ -38,7 +45,10 @@ for (const stream of [false, true]) {
       upstream.setScript(
         scriptedModel([
           { calls: [{ name: 'Bash', args: { command: 'seq 1 1000' } }] },
-          { content: 'Let me look. ', calls: [{ name: 'recall', args: { id: '0001', offset: 500, limit: 3 } }] },
+          {
+            content: 'Let me look. ',
+            calls: [{ name: 'recall', args: { id: '0001', offset: 500, limit: 3 } }],
+          },
           (request) => {
             recalled = lastToolText(request)
             return { content: 'Line 500 says 500.' }
@@ -50,16 +60,22 @@ for (const stream of [false, true]) {
       assert.equal(await agent.ask('What is on line 500?'), 'Let me look. Line 500 says 500.')
       assert.equal(recalled, '[#0002 recall #0001 lines 500-502 of 1000]\n500\n501\n502')
       assert.ok(
-        agent.messages.every((m) => !(m.tool_calls ?? []).some((c: any) => c.function.name === 'recall')),
+        agent.messages.every(
+          (m) => !(m.tool_calls ?? []).some((c: any) => c.function.name === 'recall'),
+        ),
         'no recall call reached the client',
       )
       assert.equal(await agent.ask('Thanks'), 'You are welcome.')
       const requests = chatRequests(upstream.requests)
       assert.equal(requests.length, 4)
       assert.deepEqual(prefixViolations(upstream.requests), [])
-      const roles = requests[3].messages.slice(-5).map((m: any) => m.role + (m.tool_calls ? '+calls' : ''))
+      const roles = requests[3].messages
+        .slice(-5)
+        .map((m: any) => m.role + (m.tool_calls ? '+calls' : ''))
       assert.deepEqual(roles, ['tool', 'assistant+calls', 'tool', 'assistant', 'user'])
-      const restored = requests[3].messages.findIndex((m: any) => m.tool_calls?.[0]?.function.name === 'recall')
+      const restored = requests[3].messages.findIndex(
+        (m: any) => m.tool_calls?.[0]?.function.name === 'recall',
+      )
       assert.ok(restored > 0, 'the recall call is back in the upstream history')
       assert.equal(requests[3].messages[restored].content, 'Let me look. ')
       assert.equal(requests[3].messages[restored + 1].content, recalled)
@@ -83,15 +99,23 @@ for (const stream of [false, true]) {
       )
       const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project, stream })
       assert.equal(await agent.ask('Check line 450 and run echo'), 'Done.')
-      const mixed = agent.messages.find((m) => m.tool_calls?.some((c: any) => c.function.arguments.includes('echo')))
+      const mixed = agent.messages.find((m) =>
+        m.tool_calls?.some((c: any) => c.function.arguments.includes('echo')),
+      )
       assert.equal(mixed?.tool_calls.length, 1)
       assert.equal(mixed?.tool_calls[0].function.name, 'Bash')
       const requests = chatRequests(upstream.requests)
       assert.equal(requests.length, 3, 'no extra upstream round: the client has a call to run')
       assert.deepEqual(prefixViolations(upstream.requests), [])
       const tail = requests[2].messages.slice(-3)
-      assert.deepEqual(tail.map((m: any) => m.role), ['assistant', 'tool', 'tool'])
-      assert.deepEqual(tail[0].tool_calls.map((c: any) => c.function.name), ['recall', 'Bash'])
+      assert.deepEqual(
+        tail.map((m: any) => m.role),
+        ['assistant', 'tool', 'tool'],
+      )
+      assert.deepEqual(
+        tail[0].tool_calls.map((c: any) => c.function.name),
+        ['recall', 'Bash'],
+      )
       assert.match(tail[1].content, /^\[#0002 recall #0001 lines 450-450 of 900\]\n450$/)
       assert.match(tail[2].content, /^\[#0003\]\nnext\n$/)
     })
@@ -105,7 +129,10 @@ for (const stream of [false, true]) {
       assert.equal(answer.tool_calls, undefined)
       const requests = chatRequests(upstream.requests)
       assert.equal(requests.length, 4, 'max_rounds upstream calls, then the proxy stops asking')
-      assert.match(lastToolText(upstream.requests[1]!), /^\[#\w+\] No stored result #ffff in this session\.$/)
+      assert.match(
+        lastToolText(upstream.requests[1]!),
+        /^\[#\w+\] No stored result #ffff in this session\.$/,
+      )
     })
   })
 }
@@ -113,7 +140,10 @@ for (const stream of [false, true]) {
 describe('streaming details', () => {
   test('usage is summed over recall rounds, one [DONE], chunk ids of the first round', async () => {
     const upstream = await startFakeUpstream()
-    const proxy = await startProxy({ upstreamUrl: upstream.url, store: await createStore('memory:', { idleTtlMs: DAY }) })
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+    })
     try {
       upstream.setScript(
         scriptedModel([
@@ -126,7 +156,12 @@ describe('streaming details', () => {
         stream: true,
         stream_options: { include_usage: true },
         messages: [{ role: 'user', content: 'hi' }],
-        tools: [{ type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: {} } } }],
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'Bash', parameters: { type: 'object', properties: {} } },
+          },
+        ],
       })
       assert.equal(reply.status, 200)
       assert.match(reply.headers.get('content-type') ?? '', /text\/event-stream/)
@@ -138,8 +173,18 @@ describe('streaming details', () => {
       assert.deepEqual(new Set(chunks.map((c) => c.id)), new Set(['chatcmpl-fake']))
       assert.equal(assembleStream(reply.text).content, 'Nothing stored yet.')
       const first = upstream.requests[0]!.json.messages[0]
-      assert.deepEqual(first, { role: 'system', content: promptBlock }, 'a system message is added for the block')
-      assert.equal(chunks.filter((c) => c.choices?.[0]?.finish_reason).map((c) => c.choices[0].finish_reason).join(), 'stop')
+      assert.deepEqual(
+        first,
+        { role: 'system', content: promptBlock },
+        'a system message is added for the block',
+      )
+      assert.equal(
+        chunks
+          .filter((c) => c.choices?.[0]?.finish_reason)
+          .map((c) => c.choices[0].finish_reason)
+          .join(),
+        'stop',
+      )
     } finally {
       await proxy.close()
       await upstream.close()
@@ -150,13 +195,22 @@ describe('streaming details', () => {
     const upstream = await startFakeUpstream()
     const lines: string[] = []
     const log = createLogger('info', (line) => lines.push(line))
-    const proxy = await startProxy({ upstreamUrl: upstream.url, store: await createStore('memory:', { idleTtlMs: DAY }), log })
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      log,
+    })
     try {
       upstream.setScript(scriptedModel([{ calls: [{ name: 'recall', args: { query: 'x' } }] }]))
       const reply = await postChat(proxy.url, {
         model: 'm',
         messages: [{ role: 'user', content: 'hi' }],
-        tools: [{ type: 'function', function: { name: 'recall', parameters: { type: 'object', properties: {} } } }],
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'recall', parameters: { type: 'object', properties: {} } },
+          },
+        ],
       })
       assert.equal(reply.json.choices[0].message.tool_calls[0].function.name, 'recall')
       assert.equal(upstream.requests[0]!.json.tools.length, 1)

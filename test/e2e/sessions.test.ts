@@ -13,7 +13,9 @@ import { startRedis } from '../helpers/redis-server.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
-const TOOLS = [{ type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: {} } } }]
+const TOOLS = [
+  { type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: {} } } },
+]
 
 /** A conversation that already ran one Bash call: its result is new to the proxy. */
 function withResult(id: string, output: string) {
@@ -23,7 +25,13 @@ function withResult(id: string, output: string) {
     messages: [
       { role: 'system', content: 'sys' },
       { role: 'user', content: 'run it' },
-      { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: '{"command":"ls"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id, type: 'function', function: { name: 'Bash', arguments: '{"command":"ls"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: id, content: output },
     ],
   }
@@ -42,7 +50,11 @@ describe('sessions', () => {
     upstream = await startFakeUpstream()
     store = await createStore('memory:', { idleTtlMs: DAY })
     project = makeProject()
-    proxy = await startProxy({ upstreamUrl: upstream.url, store, workspace: await createWorkspace([project]) })
+    proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store,
+      workspace: await createWorkspace([project]),
+    })
   })
   after(async () => {
     await proxy.close()
@@ -52,7 +64,13 @@ describe('sessions', () => {
 
   test('another API key neither continues nor recalls a session', async () => {
     upstream.requests.length = 0
-    upstream.setScript(scriptedModel([{ content: 'a' }, { calls: [{ name: 'recall', args: { id: '#0001' } }] }, { content: 'b' }]))
+    upstream.setScript(
+      scriptedModel([
+        { content: 'a' },
+        { calls: [{ name: 'recall', args: { id: '#0001' } }] },
+        { content: 'b' },
+      ]),
+    )
     const body = withResult('call_tenant', 'secret output')
     await postChat(proxy.url, body, { authorization: 'Bearer key-A' })
     await postChat(proxy.url, body, { authorization: 'Bearer key-B' })
@@ -65,9 +83,21 @@ describe('sessions', () => {
 
   test("a recall never reaches another tenant's results", async () => {
     upstream.requests.length = 0
-    upstream.setScript(scriptedModel([{ content: 'stored' }, { calls: [{ name: 'recall', args: { id: '#0001' } }] }, { content: 'done' }]))
-    await postChat(proxy.url, withResult('call_private', 'only for A'), { authorization: 'Bearer key-C' })
-    await postChat(proxy.url, { model: 'm', tools: TOOLS, messages: [{ role: 'user', content: 'recall #0001' }] }, { authorization: 'Bearer key-D' })
+    upstream.setScript(
+      scriptedModel([
+        { content: 'stored' },
+        { calls: [{ name: 'recall', args: { id: '#0001' } }] },
+        { content: 'done' },
+      ]),
+    )
+    await postChat(proxy.url, withResult('call_private', 'only for A'), {
+      authorization: 'Bearer key-C',
+    })
+    await postChat(
+      proxy.url,
+      { model: 'm', tools: TOOLS, messages: [{ role: 'user', content: 'recall #0001' }] },
+      { authorization: 'Bearer key-D' },
+    )
     const recallAnswer = chatRequests(upstream.requests)[2].messages.at(-1)
     assert.equal(recallAnswer.role, 'tool')
     assert.match(recallAnswer.content, /No stored result #0001 in this session\./)
@@ -80,7 +110,10 @@ describe('sessions', () => {
     await postChat(proxy.url, withResult('call_x', 'out'), { 'x-session-id': 'one' })
     const second = withResult('call_y', 'other')
     await postChat(proxy.url, second, { 'x-session-id': 'two' })
-    second.messages.push({ role: 'assistant', content: '2' } as never, { role: 'user', content: 'again' } as never)
+    second.messages.push(
+      { role: 'assistant', content: '2' } as never,
+      { role: 'user', content: 'again' } as never,
+    )
     await postChat(proxy.url, second, { 'x-session-id': 'two' })
     const requests = chatRequests(upstream.requests)
     assert.deepEqual(toolContents(requests[0]), ['[#0001]\nout'])
@@ -101,13 +134,21 @@ describe('sessions', () => {
     const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project })
     await agent.ask('read')
     const texts = toolContents(chatRequests(upstream.requests)[2])
-    assert.match(String(texts[1]), /^\[#0002 .* lines 5-9 of 340 sha [0-9a-f]{8}\] Unchanged since #0001, which already shows lines 1-20\.$/)
+    assert.match(
+      String(texts[1]),
+      /^\[#0002 .* lines 5-9 of 340 sha [0-9a-f]{8}\] Unchanged since #0001, which already shows lines 1-20\.$/,
+    )
     assert.deepEqual(prefixViolations(upstream.requests), [])
   })
 
   test('tool results sent as text parts keep their shape; the first text part carries the rendering', async () => {
     upstream.requests.length = 0
-    upstream.setScript(scriptedModel([{ calls: [{ name: 'Bash', args: { command: 'echo hi' } }] }, { content: 'ok' }]))
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Bash', args: { command: 'echo hi' } }] },
+        { content: 'ok' },
+      ]),
+    )
     const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project, partsContent: true })
     await agent.ask('say hi')
     const tool = chatRequests(upstream.requests)[1].messages.at(-1)
@@ -122,21 +163,36 @@ describe('concurrent twins', () => {
       const redis = backend === 'redis' ? await startRedis() : undefined
       const spec = redis ? redis.url : 'sqlite::memory:'
       const shared = backend === 'sqlite' ? await createStore(spec, { idleTtlMs: DAY }) : undefined
-      const stores = shared ? [shared, shared] : [await createStore(spec, { idleTtlMs: DAY }), await createStore(spec, { idleTtlMs: DAY })]
-      const proxies = [await startProxy({ upstreamUrl: upstream.url, store: stores[0]! }), await startProxy({ upstreamUrl: upstream.url, store: stores[1]! })]
+      const stores = shared
+        ? [shared, shared]
+        : [await createStore(spec, { idleTtlMs: DAY }), await createStore(spec, { idleTtlMs: DAY })]
+      const proxies = [
+        await startProxy({ upstreamUrl: upstream.url, store: stores[0]! }),
+        await startProxy({ upstreamUrl: upstream.url, store: stores[1]! }),
+      ]
       try {
         const body = withResult('call_twin', 'x'.repeat(50_000))
         const replies = await Promise.all(
-          Array.from({ length: 12 }, (_, i) => postChat(proxies[i % 2]!.url, body, { 'x-session-id': 'twins' })),
+          Array.from({ length: 12 }, (_, i) =>
+            postChat(proxies[i % 2]!.url, body, { 'x-session-id': 'twins' }),
+          ),
         )
         assert.ok(replies.every((r) => r.status === 200))
-        const contents = new Set(chatRequests(upstream.requests).map((r) => JSON.stringify(toolContents(r))))
+        const contents = new Set(
+          chatRequests(upstream.requests).map((r) => JSON.stringify(toolContents(r))),
+        )
         assert.equal(contents.size, 1)
         assert.match([...contents][0]!, /^\["\[#0001\]\\n/)
         // A later request with a second result gets the next id: nothing was skipped.
         const next = withResult('call_twin', 'x'.repeat(50_000))
         next.messages.push(
-          { role: 'assistant', content: null, tool_calls: [{ id: 'call_two', type: 'function', function: { name: 'Bash', arguments: '{}' } }] } as never,
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'call_two', type: 'function', function: { name: 'Bash', arguments: '{}' } },
+            ],
+          } as never,
           { role: 'tool', tool_call_id: 'call_two', content: 'second' } as never,
         )
         await postChat(proxies[0]!.url, next, { 'x-session-id': 'twins' })

@@ -5,7 +5,7 @@
  * Bash); the fake upstream decides which calls the "model" makes.
  */
 import { execFileSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { postChat, sseData } from './proxy.js'
 
@@ -19,10 +19,53 @@ export const CLAUDE_TOOLS = [
         type: 'object',
         properties: {
           file_path: { type: 'string', description: 'The absolute path to the file to read' },
-          offset: { type: 'number', description: 'The line number to start reading from. Only provide if the file is too large to read at once' },
-          limit: { type: 'number', description: 'The number of lines to read. Only provide if the file is too large to read at once.' },
+          offset: {
+            type: 'number',
+            description:
+              'The line number to start reading from. Only provide if the file is too large to read at once',
+          },
+          limit: {
+            type: 'number',
+            description:
+              'The number of lines to read. Only provide if the file is too large to read at once.',
+          },
         },
         required: ['file_path'],
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'Edit',
+      description: 'Performs exact string replacements in files.',
+      parameters: {
+        type: 'object',
+        properties: {
+          file_path: { type: 'string', description: 'The absolute path to the file to modify' },
+          old_string: { type: 'string', description: 'The text to replace' },
+          new_string: { type: 'string', description: 'The text to replace it with' },
+          replace_all: {
+            type: 'boolean',
+            description: 'Replace all occurences of old_string (default false)',
+          },
+        },
+        required: ['file_path', 'old_string', 'new_string'],
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'Write',
+      description: 'Writes a file to the local filesystem.',
+      parameters: {
+        type: 'object',
+        properties: {
+          file_path: { type: 'string', description: 'The absolute path to the file to write' },
+          content: { type: 'string', description: 'The content to write to the file' },
+        },
+        required: ['file_path', 'content'],
       },
     },
   },
@@ -73,7 +116,9 @@ export class TestAgent {
   readonly replies: { status: number; text: string; json: any }[] = []
 
   constructor(readonly options: AgentOptions) {
-    this.messages = [{ role: 'system', content: options.system ?? 'You are a careful coding agent.' }]
+    this.messages = [
+      { role: 'system', content: options.system ?? 'You are a careful coding agent.' },
+    ]
   }
 
   /** One user turn: asks, runs every tool call the model makes, until it answers in text. */
@@ -97,12 +142,24 @@ export class TestAgent {
   }
 
   async complete(): Promise<Message> {
-    const body = { model: 'test-model', messages: this.messages, tools: CLAUDE_TOOLS, stream: this.options.stream ?? false }
-    const urls = typeof this.options.proxyUrl === 'string' ? [this.options.proxyUrl] : this.options.proxyUrl
-    const reply = await postChat(urls[this.replies.length % urls.length]!, body, this.options.headers)
+    const body = {
+      model: 'test-model',
+      messages: this.messages,
+      tools: CLAUDE_TOOLS,
+      stream: this.options.stream ?? false,
+    }
+    const urls =
+      typeof this.options.proxyUrl === 'string' ? [this.options.proxyUrl] : this.options.proxyUrl
+    const reply = await postChat(
+      urls[this.replies.length % urls.length]!,
+      body,
+      this.options.headers,
+    )
     this.replies.push(reply)
     if (reply.status !== 200) throw new Error(`proxy answered ${reply.status}: ${reply.text}`)
-    return this.options.stream ? assembleStream(reply.text) : stripNulls(reply.json.choices[0].message)
+    return this.options.stream
+      ? assembleStream(reply.text)
+      : stripNulls(reply.json.choices[0].message)
   }
 
   runTool(name: string, args: any): string {
@@ -113,9 +170,37 @@ export class TestAgent {
         const shown = lines.slice(start - 1, start - 1 + (args.limit ?? 2000))
         return shown.map((line, i) => `${String(start + i).padStart(6)}→${line}`).join('\n')
       }
+      case 'Edit': {
+        const before = readFileSync(args.file_path, 'utf8')
+        const count = before.split(args.old_string).length - 1
+        if (count === 0)
+          return (
+            '<tool_use_error>String to replace not found in file.\nString: ' +
+            args.old_string +
+            '</tool_use_error>'
+          )
+        const after = args.replace_all
+          ? before.split(args.old_string).join(args.new_string)
+          : before.replace(args.old_string, () => args.new_string)
+        writeFileSync(args.file_path, after)
+        return (
+          `The file ${args.file_path} has been updated. Here's the result of running \`cat -n\` on a snippet of the edited file:\n` +
+          snippet(after, after.indexOf(args.new_string))
+        )
+      }
+      case 'Write': {
+        const existed = existsSync(args.file_path)
+        writeFileSync(args.file_path, args.content)
+        return existed
+          ? `The file ${args.file_path} has been updated. Here's the result of running \`cat -n\` on a snippet of the edited file:\n` +
+              snippet(args.content, 0)
+          : `File created successfully at: ${args.file_path}`
+      }
       case 'Glob': {
         const dir = args.path ?? this.options.workspace
-        const suffix = String(args.pattern).replace(/^\*\*\/\*/, '').replace(/^\*/, '')
+        const suffix = String(args.pattern)
+          .replace(/^\*\*\/\*/, '')
+          .replace(/^\*/, '')
         return readdirSync(dir)
           .filter((file) => file.endsWith(suffix))
           .sort()
@@ -123,11 +208,25 @@ export class TestAgent {
           .join('\n')
       }
       case 'Bash':
-        return execFileSync('bash', ['-c', args.command], { cwd: this.options.workspace, encoding: 'utf8' })
+        return execFileSync('bash', ['-c', args.command], {
+          cwd: this.options.workspace,
+          encoding: 'utf8',
+        })
       default:
         return `Error: no such tool ${name}`
     }
   }
+}
+
+/** Claude Code's echo of the lines around an edit, `cat -n` style with `→`. */
+function snippet(content: string, at: number): string {
+  const lines = content.split('\n')
+  const line = content.slice(0, Math.max(0, at)).split('\n').length
+  const from = Math.max(1, line - 4)
+  return lines
+    .slice(from - 1, line + 4)
+    .map((text, i) => `${String(from + i).padStart(6)}→${text}`)
+    .join('\n')
 }
 
 /** Rebuilds the assistant message from SSE chunks, as an OpenAI SDK client does. */
@@ -144,7 +243,11 @@ export function assembleStream(text: string): Message {
     if (!delta) continue
     if (typeof delta.content === 'string') content += delta.content
     for (const part of delta.tool_calls ?? []) {
-      const call = (calls[part.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } })
+      const call = (calls[part.index] ??= {
+        id: '',
+        type: 'function',
+        function: { name: '', arguments: '' },
+      })
       if (part.id) call.id = part.id
       if (part.function?.name) call.function.name += part.function.name
       if (part.function?.arguments) call.function.arguments += part.function.arguments

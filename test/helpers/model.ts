@@ -1,4 +1,10 @@
-import { chatChunks, chatCompletion, type FakeResponse, type FakeScript, type RecordedRequest } from './fake-upstream.js'
+import {
+  chatChunks,
+  chatCompletion,
+  type FakeResponse,
+  type FakeScript,
+  type RecordedRequest,
+} from './fake-upstream.js'
 
 /** What the scripted model says next: tool calls, or text. */
 export type Say =
@@ -9,16 +15,25 @@ export type Say =
  * A fake model that says the planned things in order, streaming when the request asks to. A
  * plan step may be a function of the request, to answer what the proxy sent.
  */
-export function scriptedModel(plan: readonly (Say | ((request: RecordedRequest) => Say))[]): FakeScript {
+export function scriptedModel(
+  plan: readonly (Say | ((request: RecordedRequest) => Say))[],
+): FakeScript {
   let step = 0
   let callNumber = 0
   return (request) => {
     const next = plan[step++]
-    if (!next) return { status: 500, body: JSON.stringify({ error: { message: 'the script ran out' } }) }
+    if (!next)
+      return { status: 500, body: JSON.stringify({ error: { message: 'the script ran out' } }) }
     const say = typeof next === 'function' ? next(request) : next
     const usage = { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 }
     const calls =
-      'calls' in say ? say.calls.map((call) => ({ id: call.id ?? `call_${++callNumber}`, name: call.name, arguments: JSON.stringify(call.args) })) : []
+      'calls' in say
+        ? say.calls.map((call) => ({
+            id: call.id ?? `call_${++callNumber}`,
+            name: call.name,
+            arguments: JSON.stringify(call.args),
+          }))
+        : []
     const content = say.content
     if (request.json?.stream) {
       const response: FakeResponse = {
@@ -59,7 +74,9 @@ export function prefixViolations(requests: readonly RecordedRequest[]): string[]
     const prefix = JSON.stringify(before).slice(0, -1)
     if (!chats[i]!.body.includes(prefix)) {
       const at = before.findIndex((m, k) => JSON.stringify(m) !== JSON.stringify(after[k]))
-      problems.push(`request ${i + 1} changes message ${at}: ${JSON.stringify(before[at]).slice(0, 300)} -> ${JSON.stringify(after[at]).slice(0, 300)}`)
+      problems.push(
+        `request ${i + 1} changes message ${at}: ${JSON.stringify(before[at]).slice(0, 300)} -> ${JSON.stringify(after[at]).slice(0, 300)}`,
+      )
     }
   }
   return problems

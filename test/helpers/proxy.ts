@@ -5,7 +5,7 @@ import { createApp } from '../../src/http/app.js'
 import { silentLogger, type Logger } from '../../src/log.js'
 import { recallSetup } from '../../src/pipeline/recall.js'
 import type { Store } from '../../src/store/index.js'
-import { generic } from '../../src/tools/index.js'
+import { defaultProfile } from '../../src/tools/index.js'
 import { createUpstream } from '../../src/upstream/index.js'
 import type { Workspace } from '../../src/workspace/index.js'
 
@@ -27,17 +27,23 @@ export async function startProxy(options: {
   timeoutMs?: number
   log?: Logger
 }): Promise<TestProxy> {
-  const upstream = createUpstream({ baseUrl: options.upstreamUrl, timeoutMs: options.timeoutMs ?? 30_000 })
+  const upstream = createUpstream({
+    baseUrl: options.upstreamUrl,
+    timeoutMs: options.timeoutMs ?? 30_000,
+  })
   const app = createApp({
     store: options.store,
     upstream,
     workspace: options.workspace,
     rules: loop.context,
-    profile: generic,
+    profile: defaultProfile,
     promptBlock,
     recall: recallSetup(loop.proxy.recall),
     log: options.log ?? silentLogger,
-    options: { sessionHeader: options.sessionHeader ?? 'x-session-id', maxBodyBytes: options.maxBodyBytes ?? 64 * 1024 * 1024 },
+    options: {
+      sessionHeader: options.sessionHeader ?? 'x-session-id',
+      maxBodyBytes: options.maxBodyBytes ?? 64 * 1024 * 1024,
+    },
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s))

@@ -14,13 +14,24 @@ describe('command line', () => {
     assert.equal(parsed.config.port, 8788)
     assert.equal(parsed.config.upstream, 'http://127.0.0.1:8080/v1')
     assert.equal(parsed.config.sessionHeader, 'x-session-id')
-    const env = { LEMBAS_PORT: '9000', LEMBAS_WORKSPACE: '/a:/b', LEMBAS_SESSION_HEADER: 'X-Session-Affinity' }
+    const env = {
+      LEMBAS_PORT: '9000',
+      LEMBAS_WORKSPACE: '/a:/b',
+      LEMBAS_SESSION_HEADER: 'X-Session-Affinity',
+    }
     const fromEnv = parseCommandLine([], env)
     assert.ok(fromEnv.kind === 'run' && fromEnv.config.port === 9000)
     assert.ok(fromEnv.kind === 'run' && fromEnv.config.workspace.join() === '/a,/b')
     assert.ok(fromEnv.kind === 'run' && fromEnv.config.sessionHeader === 'x-session-affinity')
-    const flags = parseCommandLine(['--port', '7000', '--workspace', '/c', '--workspace', '/d'], env)
-    assert.ok(flags.kind === 'run' && flags.config.port === 7000 && flags.config.workspace.join() === '/c,/d')
+    const flags = parseCommandLine(
+      ['--port', '7000', '--workspace', '/c', '--workspace', '/d'],
+      env,
+    )
+    assert.ok(
+      flags.kind === 'run' &&
+        flags.config.port === 7000 &&
+        flags.config.workspace.join() === '/c,/d',
+    )
   })
   test('a bad value names its flag; an unknown flag is refused', () => {
     assert.throws(() => parseCommandLine(['--port', 'x'], {}), /--port/)

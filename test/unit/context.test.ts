@@ -2,19 +2,30 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { loadLoop } from '../../src/config/loop.js'
-import { capText, countChars, formatId, parseId, splitLines, unifiedHunks } from '../../src/context/index.js'
+import {
+  capText,
+  countChars,
+  formatId,
+  parseId,
+  splitLines,
+  unifiedHunks,
+} from '../../src/context/index.js'
 
 const rules = loadLoop().context
 
 describe('ids', () => {
   test('format in lowercase hex with at least four digits', () => {
-    assert.deepEqual([1, 9, 10, 255, 0xffff, 0x10000].map((n) => formatId(n, 4)), ['#0001', '#0009', '#000a', '#00ff', '#ffff', '#10000'])
+    assert.deepEqual(
+      [1, 9, 10, 255, 0xffff, 0x10000].map((n) => formatId(n, 4)),
+      ['#0001', '#0009', '#000a', '#00ff', '#ffff', '#10000'],
+    )
   })
   test('parse with or without #, and refuse what is not an id', () => {
     assert.equal(parseId('#000a'), 10)
     assert.equal(parseId('000A'), 10)
     assert.equal(parseId(' #10000 '), 0x10000)
-    for (const bad of ['', '#', 'zz', '#0000', '-1', '1.5']) assert.equal(parseId(bad), undefined, bad)
+    for (const bad of ['', '#', 'zz', '#0000', '-1', '1.5'])
+      assert.equal(parseId(bad), undefined, bad)
   })
 })
 
@@ -41,7 +52,9 @@ describe('capText (property)', () => {
         const over = lines.length > rules.cap.max_lines || countChars(input) > rules.cap.max_chars
         if (!over) return out === input
         const outLines = splitLines(out).lines
-        const elidedAt = outLines.findIndex((l) => /^\[\d+ lines elided, full output #0001\]$/.test(l))
+        const elidedAt = outLines.findIndex((l) =>
+          /^\[\d+ lines elided, full output #0001\]$/.test(l),
+        )
         if (elidedAt < 0) return false
         const head = outLines.slice(0, elidedAt)
         const tail = outLines.slice(elidedAt + 1)
@@ -67,8 +80,13 @@ describe('unifiedHunks', () => {
     const before = Array.from({ length: 30 }, (_, i) => `l${i + 1}`).join('\n') + '\n'
     const after = before.replace('l2\n', 'L2\n').replace('l28\n', 'L28\n')
     const hunks = unifiedHunks(before, after).split('\n')
-    assert.deepEqual(hunks.filter((l) => l.startsWith('@@')), ['@@ -1,5 +1,5 @@', '@@ -25,6 +25,6 @@'])
-    assert.ok(!hunks.some((l) => l.startsWith('---') || l.startsWith('+++') || l.startsWith('Index')))
+    assert.deepEqual(
+      hunks.filter((l) => l.startsWith('@@')),
+      ['@@ -1,5 +1,5 @@', '@@ -25,6 +25,6 @@'],
+    )
+    assert.ok(
+      !hunks.some((l) => l.startsWith('---') || l.startsWith('+++') || l.startsWith('Index')),
+    )
   })
   test('equal texts have no hunks', () => {
     assert.equal(unifiedHunks('a\n', 'a\n'), '')

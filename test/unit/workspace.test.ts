@@ -22,12 +22,24 @@ describe('workspace', () => {
     assert.equal(byRelative?.absPath, join(root, 'src', 'a.ts'))
     assert.equal(byRelative?.lines, 2)
     assert.equal(byRelative?.sha256, byAbsolute?.sha256)
-    assert.equal((await ws.read('link-in'))?.absPath, join(root, 'src', 'a.ts'), 'identity is the resolved path')
+    assert.equal(
+      (await ws.read('link-in'))?.absPath,
+      join(root, 'src', 'a.ts'),
+      'identity is the resolved path',
+    )
   })
 
   test('never reads outside the roots: .., absolute paths, symlinks out, /proc, NUL', async () => {
     const ws = await createWorkspace([root])
-    for (const path of ['../secret.txt', join(base, 'secret.txt'), 'link-out', '/proc/self/environ', '/etc/passwd', 'src/a.ts\0x', 'src']) {
+    for (const path of [
+      '../secret.txt',
+      join(base, 'secret.txt'),
+      'link-out',
+      '/proc/self/environ',
+      '/etc/passwd',
+      'src/a.ts\0x',
+      'src',
+    ]) {
       assert.equal(await ws.read(path), undefined, path)
     }
   })

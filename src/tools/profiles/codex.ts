@@ -1,0 +1,30 @@
+import { defineProfile } from '../define-profile.js'
+
+/** Codex CLI's tools where they reach a chat-completions endpoint: research/agents.md §4. */
+export const codex = defineProfile({
+  name: 'codex',
+  tools: [
+    {
+      kind: 'read',
+      names: ['read_file'],
+      path: ['file_path'],
+      range: [{ offset: 'offset', limit: 'limit', base: 1 }],
+    },
+    { kind: 'patch', names: ['apply_patch'], patch: ['input'] },
+    {
+      kind: 'shell',
+      names: ['shell', 'shell_command', 'exec_command'],
+      command: ['command', 'cmd'],
+    },
+    { kind: 'list', names: ['list_dir'] },
+    { kind: 'grep', names: ['grep_files'] },
+  ],
+  shellEnvelopes: [
+    {
+      any: /^Exit code: \d+\nWall time: /,
+      success:
+        /^Exit code: 0\nWall time: [^\n]*\n(?:Total output lines: \d+\n)?Output:\n(?<body>[\s\S]*)$/,
+    },
+  ],
+  success: [{ pattern: /^Success\. Updated the following files:\n/ }],
+})

@@ -1,0 +1,41 @@
+import { mergeProfiles } from '../define-profile.js'
+import { claudeCode } from './claude-code.js'
+import { clineClassic } from './cline.js'
+import { codex } from './codex.js'
+import { continueDev } from './continue.js'
+import { crush } from './crush.js'
+import { goose } from './goose.js'
+import { opencode } from './opencode.js'
+import { openHands } from './openhands.js'
+import { qwenCode } from './qwen-code.js'
+import { rooCode } from './roo-code.js'
+
+/** Every agent's profile, in the order their rules are tried (more specific shapes first). */
+export const profiles = [
+  opencode,
+  claudeCode,
+  qwenCode,
+  clineClassic,
+  rooCode,
+  crush,
+  openHands,
+  continueDev,
+  goose,
+  codex,
+]
+
+/** The table the proxy uses: all profiles merged; an unknown tool is "other" (id + cap). */
+export const defaultProfile = mergeProfiles('all agents', profiles)
+
+export {
+  claudeCode,
+  clineClassic,
+  codex,
+  continueDev,
+  crush,
+  goose,
+  opencode,
+  openHands,
+  qwenCode,
+  rooCode,
+}

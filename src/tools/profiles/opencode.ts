@@ -1,0 +1,59 @@
+import { defineProfile } from '../define-profile.js'
+
+/** opencode (and its Kilo CLI fork): research/agents.md §2, and test/fixtures/agents/opencode. */
+export const opencode = defineProfile({
+  name: 'opencode',
+  tools: [
+    {
+      kind: 'read',
+      names: ['read'],
+      path: ['filePath'],
+      range: [{ offset: 'offset', limit: 'limit', base: 1 }],
+    },
+    {
+      kind: 'edit',
+      names: ['edit'],
+      path: ['filePath'],
+      edit: [{ old: 'oldString', new: 'newString', all: 'replaceAll' }],
+    },
+    {
+      kind: 'edit',
+      names: ['multiedit'],
+      path: ['filePath'],
+      edit: [{ list: 'edits', old: 'oldString', new: 'newString', all: 'replaceAll' }],
+    },
+    { kind: 'write', names: ['write'], path: ['filePath'], content: ['content'] },
+    { kind: 'patch', names: ['apply_patch'], patch: ['patchText'] },
+    { kind: 'list', names: ['list'] },
+    { kind: 'glob', names: ['glob'] },
+    { kind: 'grep', names: ['grep'] },
+    { kind: 'shell', names: ['bash'], command: ['command'] },
+  ],
+  envelopes: [
+    // 2026: <path>/<type>/<content>, a footer with the file's length or the range shown.
+    {
+      pattern:
+        /^<path>[^\n]*<\/path>\n<type>file<\/type>\n<content>\n(?<body>[\s\S]*?)\n\n\((?:End of file - total (?<total>\d+) lines|Showing lines (?<start>\d+)-(?<end>\d+) of (?<of>\d+)\.[^\n]*|[^\n]*)\)\n<\/content>$/,
+    },
+    { pattern: /^<path>[^\n]*<\/path>\n<type>directory<\/type>\n<entries>\n/, kind: 'list' },
+    // Until early 2026: <file>, lines numbered 00001|.
+    {
+      pattern:
+        /^<file>\n(?<body>[\s\S]*?)\n\n\((?:End of file - total (?<total>\d+) lines|[^\n]*)\)\n<\/file>$/,
+    },
+  ],
+  success: [
+    { pattern: /^Edit applied successfully\.(?:\n\n(?<note>[\s\S]+))?$/ },
+    { pattern: /^Wrote file successfully\.(?:\n\n(?<note>[\s\S]+))?$/ },
+    {
+      pattern:
+        /^Success\. Updated the following files:\n(?:[AMD] [^\n]+\n?)+(?:\n(?<note>[\s\S]+))?$/,
+    },
+  ],
+  failures: [
+    /^File not found: /,
+    /^Cannot read binary file/,
+    /^Offset \d+ is out of range/,
+    /^offset must be/,
+  ],
+})

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { createStore } from '../../src/store/index.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import { TestAgent } from '../helpers/agent.js'
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
+import { startProxy } from '../helpers/proxy.js'
+import { makeProject } from '../helpers/workspace.js'
+
+const DAY = 86_400_000
+const sha8 = (path: string) =>
+  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
+
+function toolTexts(request: any): string[] {
+  return request.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)
+}
+
+for (const mode of ['workspace', 'blind'] as const) {
+  describe(`edits are answered with their diff (${mode} mode)`, () => {
+    let upstream: FakeUpstream
+    let project: string
+    before(async () => {
+      upstream = await startFakeUpstream()
+      project = makeProject()
+    })
+    after(async () => {
+      await upstream.close()
+      rmSync(project, { recursive: true, force: true })
+    })
+
+    test('edit, re-read, write new, write over, failed edit', async () => {
+      const app = join(project, 'app.ts')
+      const util = join(project, 'util.ts')
+      const fresh = join(project, 'new.md')
+      upstream.setScript(
+        scriptedModel([
+          { calls: [{ name: 'Read', args: { file_path: app } }] },
+          {
+            calls: [
+              {
+                name: 'Edit',
+                args: { file_path: app, old_string: 'line20 = 20', new_string: 'line20 = 2000' },
+              },
+            ],
+          },
+          { calls: [{ name: 'Read', args: { file_path: app, offset: 15, limit: 10 } }] },
+          { calls: [{ name: 'Write', args: { file_path: fresh, content: '# New\n\nhello\n' } }] },
+          { calls: [{ name: 'Read', args: { file_path: util } }] },
+          {
+            calls: [
+              {
+                name: 'Write',
+                args: { file_path: util, content: 'export function util() {\n  return 2\n}\n' },
+              },
+            ],
+          },
+          {
+            calls: [
+              { name: 'Edit', args: { file_path: util, old_string: 'not there', new_string: 'x' } },
+            ],
+          },
+          { content: 'done' },
+        ]),
+      )
+      const store = await createStore('memory:', { idleTtlMs: DAY })
+      const workspace = mode === 'workspace' ? await createWorkspace([project]) : undefined
+      const proxy = await startProxy({
+        upstreamUrl: upstream.url,
+        store,
+        ...(workspace ? { workspace } : {}),
+      })
+      try {
+        const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project })
+        assert.equal(await agent.ask('edit things'), 'done')
+        assert.deepEqual(prefixViolations(upstream.requests), [])
+        const texts = toolTexts(chatRequests(upstream.requests).at(-1))
+        const shaApp =
+          mode === 'workspace'
+            ? sha8(app)
+            : createHash('sha256').update(readFileSync(app)).digest('hex').slice(0, 8)
+        assert.equal(
+          texts[1],
+          [
+            `[#0002 ${app} sha ${shaApp}]`,
+            '@@ -17,7 +17,7 @@',
+            ' export const line17 = 17 // app',
+            ' export const line18 = 18 // app',
+            ' export const line19 = 19 // app',
+            '-export const line20 = 20 // app',
+            '+export const line20 = 2000 // app',
+            ' export const line21 = 21 // app',
+            ' export const line22 = 22 // app',
+            ' export const line23 = 23 // app',
+          ].join('\n'),
+        )
+        // The file changed since #0001: the ranged re-read is in full, not a stub.
+        assert.match(
+          texts[2]!,
+          mode === 'workspace'
+            ? /^\[#0003 \S+ lines 15-24 of 340 sha [0-9a-f]{8}\]\n/
+            : /^\[#0003 \S+ lines 15-24\]\n/,
+        )
+        assert.equal(texts[3], `[#0004 ${fresh} sha ${sha8(fresh)}] Created, 3 lines.`)
+        assert.equal(
+          texts[5],
+          [
+            `[#0006 ${util} sha ${sha8(util)}]`,
+            '@@ -1,3 +1,3 @@',
+            ' export function util() {',
+            '-  return 1',
+            '+  return 2',
+            ' }',
+          ].join('\n'),
+        )
+        assert.match(texts[6]!, /^\[#0007\]\n<tool_use_error>String to replace not found/)
+        // recall of the edit shows its whole diff.
+      } finally {
+        await proxy.close()
+        await store.close()
+      }
+    })
+  })
+}
