@@ -1,0 +1,155 @@
+/**
+ * A read-through cache in front of any Store. Values and claimed numbers never change once
+ * written (first writer wins), so whatever the backend returned can be reused without asking
+ * again. The one limit is the idle TTL: the backend forgets a scope nobody touched, so an entry
+ * is trusted only for `maxAgeMs` after the backend last confirmed it (createStore passes half the
+ * idle TTL), which also makes sure the backend sees the scope often enough to keep it alive.
+ */
+import { closedError } from './common.js'
+import type { Store } from './store.js'
+
+export interface CacheOptions {
+  /** Bound on the (estimated) memory of the cached entries. Default 64 MiB; 0 disables. */
+  maxBytes?: number
+  /** How long an entry is trusted after the backend returned it. Default: forever. */
+  maxAgeMs?: number
+  now?: () => number
+}
+
+export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+
+interface Entry<V> {
+  readonly value: V
+  readonly bytes: number
+  readonly atMs: number
+}
+
+/** A Map keeps insertion order, so re-inserting on a hit makes the first entry the least recent. */
+class Lru<V> {
+  readonly #entries = new Map<string, Entry<V>>()
+  #bytes = 0
+
+  constructor(
+    readonly maxBytes: number,
+    readonly maxAgeMs: number,
+    readonly now: () => number,
+  ) {}
+
+  get(key: string): V | undefined {
+    const e = this.#entries.get(key)
+    if (!e) return undefined
+    this.#entries.delete(key)
+    if (this.now() - e.atMs > this.maxAgeMs) {
+      this.#bytes -= e.bytes
+      return undefined
+    }
+    this.#entries.set(key, e)
+    return e.value
+  }
+
+  set(key: string, value: V, bytes: number): void {
+    // One huge value must not flush everything else.
+    if (bytes > this.maxBytes / 8) return
+    const old = this.#entries.get(key)
+    if (old) {
+      this.#entries.delete(key)
+      this.#bytes -= old.bytes
+    }
+    this.#entries.set(key, { value, bytes, atMs: this.now() })
+    this.#bytes += bytes
+    for (const [k, e] of this.#entries) {
+      if (this.#bytes <= this.maxBytes) break
+      this.#entries.delete(k)
+      this.#bytes -= e.bytes
+    }
+  }
+}
+
+// JS strings take up to 2 bytes per UTF-16 unit; 64 covers the entry's own overhead.
+const cost = (...parts: string[]): number => 64 + 2 * parts.reduce((n, p) => n + p.length, 0)
+// The scope's length up front keeps (scope, key) pairs from running into each other.
+const valueKey = (scope: string, key: string): string => `v${scope.length}:${scope}${key}`
+const claimKey = (scope: string, key: string): string => `c${scope.length}:${scope}${key}`
+
+export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
+  const lru = new Lru<string | number>(
+    options.maxBytes ?? DEFAULT_CACHE_BYTES,
+    options.maxAgeMs ?? Infinity,
+    options.now ?? Date.now,
+  )
+  let closed = false
+  const open = (): void => {
+    if (closed) throw closedError(inner.kind)
+  }
+
+  return {
+    kind: inner.kind,
+    async get(scope, keys) {
+      open()
+      const out: (string | undefined)[] = []
+      const missing = new Map<string, number[]>()
+      keys.forEach((k, i) => {
+        const hit = lru.get(valueKey(scope, k)) as string | undefined
+        out.push(hit)
+        if (hit === undefined) missing.set(k, [...(missing.get(k) ?? []), i])
+      })
+      if (missing.size === 0) return out
+      const asked = [...missing.keys()]
+      const values = await inner.get(scope, asked)
+      asked.forEach((k, j) => {
+        const v = values[j]
+        if (v === undefined) return // a miss may be written any moment: never cached
+        lru.set(valueKey(scope, k), v, cost(scope, k, v))
+        for (const i of missing.get(k)!) out[i] = v
+      })
+      return out
+    },
+    async putIfAbsent(scope, entries) {
+      open()
+      const out: (string | undefined)[] = entries.map(
+        ([k]) => lru.get(valueKey(scope, k)) as string | undefined,
+      )
+      const todo = entries.filter((_, i) => out[i] === undefined)
+      if (todo.length > 0) {
+        const won = await inner.putIfAbsent(scope, todo)
+        let j = 0
+        out.forEach((v, i) => {
+          if (v !== undefined) return
+          const key = entries[i]![0]
+          const w = won[j++]!
+          out[i] = w
+          lru.set(valueKey(scope, key), w, cost(scope, key, w))
+        })
+      }
+      return out as string[]
+    },
+    async claimIds(scope, keys) {
+      open()
+      const out: (number | undefined)[] = keys.map(
+        (k) => lru.get(claimKey(scope, k)) as number | undefined,
+      )
+      // New keys keep their relative order, so they get the numbers the full call would give.
+      const todo = keys.filter((_, i) => out[i] === undefined)
+      if (todo.length > 0) {
+        const ids = await inner.claimIds(scope, todo)
+        let j = 0
+        out.forEach((n, i) => {
+          if (n !== undefined) return
+          const key = keys[i]!
+          const id = ids[j++]!
+          out[i] = id
+          lru.set(claimKey(scope, key), id, cost(scope, key))
+        })
+      }
+      return out as number[]
+    },
+    async ping() {
+      open()
+      await inner.ping()
+    },
+    async close() {
+      closed = true
+      await inner.close()
+    },
+  }
+}

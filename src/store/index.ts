@@ -1,0 +1,55 @@
+/**
+ * Opening a store from its configuration string. Every store comes wrapped in the value cache.
+ */
+import { homedir } from 'node:os'
+import { isAbsolute, join, resolve } from 'node:path'
+import { LembasError } from '../errors.js'
+import { cachedStore } from './cached.js'
+import { checkIdleTtl } from './common.js'
+import { memoryStore } from './memory.js'
+import { openRedisStore, redactUrl } from './redis.js'
+import { openSqliteStore } from './sqlite.js'
+import type { Store } from './store.js'
+
+export type { Store } from './store.js'
+
+export interface StoreOptions {
+  /** A scope nobody read or wrote for this long is deleted. */
+  idleTtlMs: number
+  /** Bytes of values kept in this process; default 64 MiB, 0 disables the cache. */
+  cacheBytes?: number
+}
+
+const ACCEPTED =
+  'sqlite:PATH (relative to the working directory or absolute), sqlite::memory:, ' +
+  'redis://[user:password@]host[:port][/db], rediss://… (TLS), or memory:'
+
+/** Opens the store `spec` names; rejects with config_invalid or store_unavailable. */
+export async function createStore(spec: string, options: StoreOptions): Promise<Store> {
+  checkIdleTtl(options.idleTtlMs)
+  const { idleTtlMs } = options
+  let store: Store
+  if (spec === 'memory:') {
+    store = memoryStore({ idleTtlMs })
+  } else if (spec.startsWith('sqlite:') && spec.length > 'sqlite:'.length) {
+    const path = spec.slice('sqlite:'.length)
+    store = openSqliteStore(path === ':memory:' ? path : resolve(path), { idleTtlMs })
+  } else if (/^rediss?:\/\/./i.test(spec)) {
+    store = await openRedisStore(spec, { idleTtlMs })
+  } else {
+    throw new LembasError(
+      'config_invalid',
+      `store "${redactUrl(spec)}" is not understood; expected ${ACCEPTED}`,
+    )
+  }
+  // Half the idle TTL: a cached entry is never trusted after the backend may have dropped it.
+  return cachedStore(store, { maxBytes: options.cacheBytes, maxAgeMs: idleTtlMs / 2 })
+}
+
+/** `$XDG_STATE_HOME/lembas-proxy/store.db`, else `~/.local/state/lembas-proxy/store.db`. */
+export function defaultSqlitePath(env: NodeJS.ProcessEnv = process.env, home = homedir()): string {
+  // The XDG spec says to ignore a relative XDG_STATE_HOME.
+  const state = env.XDG_STATE_HOME
+  const base = state && isAbsolute(state) ? state : join(home, '.local', 'state')
+  return join(base, 'lembas-proxy', 'store.db')
+}

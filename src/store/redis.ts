@@ -1,0 +1,213 @@
+/**
+ * Redis store: one hash per scope, `lembas:v1:{<scope>}` (the braces make the scope the Cluster
+ * hash tag). ioredis re-sends unanswered commands after a reconnect, so every write is a Lua
+ * script that is safe to run twice. The offline queue is off: during an outage calls fail at once
+ * with store_unavailable instead of piling up.
+ */
+import { Redis } from 'ioredis'
+import { LembasError } from '../errors.js'
+import {
+  checkEntries,
+  checkIdleTtl,
+  checkKeys,
+  claimField,
+  closedError,
+  COUNTER_FIELD,
+  kvField,
+} from './common.js'
+import type { Store } from './store.js'
+
+export const KEY_PREFIX = 'lembas:v1:'
+
+export function scopeKey(scope: string): string {
+  return `${KEY_PREFIX}{${scope}}`
+}
+
+// HSETNX then HGET per entry. Returns false (nil) where our value won, to spare sending back
+// megabytes the caller already has.
+const PUT_IF_ABSENT = `
+local out = {}
+for i = 2, #ARGV, 2 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+    out[#out + 1] = false
+  else
+    out[#out + 1] = redis.call('HGET', KEYS[1], ARGV[i])
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return out
+`
+
+// ARGV: ttl, counter field, claim fields. A field already claimed keeps its number.
+const CLAIM_IDS = `
+local next = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '1')
+local out = {}
+for i = 3, #ARGV do
+  local id = redis.call('HGET', KEYS[1], ARGV[i])
+  if id then
+    out[#out + 1] = tonumber(id)
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], tostring(next))
+    out[#out + 1] = next
+    next = next + 1
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[2], tostring(next))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return out
+`
+
+interface LembasCommands {
+  lembasPutIfAbsent(
+    key: string,
+    ttl: number,
+    ...fieldsAndValues: string[]
+  ): Promise<(string | null)[]>
+  lembasClaimIds(key: string, ttl: number, counter: string, ...fields: string[]): Promise<number[]>
+}
+
+export interface RedisStoreOptions {
+  idleTtlMs: number
+  /** A command without a reply after this long fails (it may still have run: writes are idempotent). */
+  commandTimeoutMs?: number
+  connectTimeoutMs?: number
+}
+
+/** The URL with its password replaced by `***`, for messages and logs; also for malformed URLs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password) {
+      u.password = '***'
+      return u.toString()
+    }
+  } catch {
+    // not a URL: the pattern below still finds `:password@`
+  }
+  return url.replace(/:[^@/]*@/, ':***@')
+}
+
+/** Connects, and resolves only once Redis answers; rejects with store_unavailable otherwise. */
+export async function openRedisStore(url: string, options: RedisStoreOptions): Promise<Store> {
+  checkIdleTtl(options.idleTtlMs)
+  const ttl = options.idleTtlMs
+  const shown = redactUrl(url)
+  const commandTimeout = options.commandTimeoutMs ?? 2000
+  const connectTimeout = options.connectTimeoutMs ?? 5000
+  const client = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    commandTimeout,
+    connectTimeout,
+    maxRetriesPerRequest: 1,
+    // How long disconnect() waits for a dead socket to close; its timer holds the process open.
+    disconnectTimeout: 200,
+    // Keep trying forever, but never wait long: a restarted Redis is used again within ~1 s.
+    retryStrategy: (times) => Math.min(100 * times, 1000) + Math.floor(Math.random() * 100),
+  })
+  client.defineCommand('lembasPutIfAbsent', { numberOfKeys: 1, lua: PUT_IF_ABSENT })
+  client.defineCommand('lembasClaimIds', { numberOfKeys: 1, lua: CLAIM_IDS })
+  const commands = client as unknown as LembasCommands
+
+  // ioredis prints unhandled 'error' events; we keep the last one to explain later failures.
+  let lastError: Error | undefined
+  client.on('error', (err: Error) => {
+    lastError = err
+  })
+  client.on('ready', () => {
+    lastError = undefined
+  })
+
+  // Only the message: ioredis errors can carry the command's arguments (AUTH carries the password).
+  const fail = (err: unknown, op: string): LembasError => {
+    if (err instanceof LembasError) return err
+    const message = err instanceof Error ? err.message : String(err)
+    // The connection's own error (ECONNREFUSED, WRONGPASS) says more than "Connection is closed".
+    const why =
+      lastError && lastError.message !== message ? `${lastError.message} (${message})` : message
+    return new LembasError('store_unavailable', `redis store ${shown}: ${op} failed: ${why}`)
+  }
+
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      client.connect(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${connectTimeout} ms`)),
+          connectTimeout,
+        )
+      }),
+    ])
+  } catch (err) {
+    client.disconnect()
+    throw fail(err, 'connect')
+  } finally {
+    clearTimeout(timer)
+  }
+
+  let closed = false
+  const run = async <T>(op: string, fn: () => Promise<T>): Promise<T> => {
+    if (closed) throw closedError('redis')
+    try {
+      return await fn()
+    } catch (err) {
+      throw fail(err, op)
+    }
+  }
+
+  return {
+    kind: 'redis',
+    async get(scope, keys) {
+      if (closed) throw closedError('redis')
+      checkKeys(scope, keys)
+      if (keys.length === 0) return []
+      const key = scopeKey(scope)
+      return run('get', async () => {
+        // Reading keeps the scope alive too; PEXPIRE is idempotent.
+        const replies = await client
+          .pipeline()
+          .hmget(key, ...keys.map(kvField))
+          .pexpire(key, ttl)
+          .exec()
+        const [hmget] = replies ?? []
+        if (!hmget) throw new Error('empty pipeline reply')
+        if (hmget[0]) throw hmget[0]
+        return (hmget[1] as (string | null)[]).map((v) => v ?? undefined)
+      })
+    },
+    async putIfAbsent(scope, entries) {
+      if (closed) throw closedError('redis')
+      checkEntries(scope, entries)
+      if (entries.length === 0) return []
+      const args = entries.flatMap(([k, v]) => [kvField(k), v])
+      const won = await run('putIfAbsent', () =>
+        commands.lembasPutIfAbsent(scopeKey(scope), ttl, ...args),
+      )
+      return entries.map(([, v], i) => won[i] ?? v)
+    },
+    async claimIds(scope, keys) {
+      if (closed) throw closedError('redis')
+      checkKeys(scope, keys)
+      if (keys.length === 0) return []
+      return run('claimIds', () =>
+        commands.lembasClaimIds(scopeKey(scope), ttl, COUNTER_FIELD, ...keys.map(claimField)),
+      )
+    },
+    async ping() {
+      await run('ping', () => client.ping())
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      try {
+        if (client.status === 'ready') await client.quit()
+      } catch {
+        // Already gone: disconnect below is all that is left to do.
+      } finally {
+        // After a clean QUIT the status is 'end'; disconnect() then would only leave a timer.
+        if (client.status !== 'end') client.disconnect()
+      }
+    },
+  }
+}

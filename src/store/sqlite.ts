@@ -1,0 +1,277 @@
+/**
+ * Embedded store on one SQLite file (better-sqlite3, synchronous). Every write runs in a BEGIN
+ * IMMEDIATE transaction, so several processes on one file stay atomic and a failed batch leaves
+ * nothing behind. Scopes untouched for longer than the idle TTL are deleted.
+ */
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import { LembasError } from '../errors.js'
+import {
+  checkEntries,
+  checkIdleTtl,
+  checkKeys,
+  claimField,
+  closedError,
+  kvField,
+} from './common.js'
+import type { Store } from './store.js'
+
+const SCHEMA_VERSION = 1
+
+// kv is a rowid table on purpose: values can be megabytes, which WITHOUT ROWID handles badly.
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS kv (
+    scope TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (scope, key)
+  ) STRICT;
+  CREATE TABLE IF NOT EXISTS counters (scope TEXT PRIMARY KEY, next INTEGER NOT NULL) STRICT;
+  CREATE TABLE IF NOT EXISTS scopes (scope TEXT PRIMARY KEY, touched_ms INTEGER NOT NULL) STRICT;
+  CREATE INDEX IF NOT EXISTS scopes_by_touched ON scopes (touched_ms);
+`
+
+export interface SqliteStoreOptions {
+  idleTtlMs: number
+  /** How long a write waits for another connection's lock before failing. */
+  busyTimeoutMs?: number
+  now?: () => number
+}
+
+export function openSqliteStore(file: string, options: SqliteStoreOptions): SqliteStore {
+  return new SqliteStore(file, options)
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite'
+  /** The raw handle, for diagnostics and tests; writing through it bypasses the contract. */
+  readonly db: Database.Database
+  readonly #file: string
+  readonly #idleTtlMs: number
+  readonly #now: () => number
+  readonly #sweeper: NodeJS.Timeout
+  #closed = false
+
+  readonly #getValue
+  readonly #insertValue
+  readonly #getNext
+  readonly #setNext
+  readonly #touch
+  readonly #touchedAt
+  readonly #retouch
+  readonly #readBatch
+  readonly #putBatch
+  readonly #claimBatch
+  readonly #sweepBatch
+
+  constructor(file: string, options: SqliteStoreOptions) {
+    checkIdleTtl(options.idleTtlMs)
+    this.#file = file
+    this.#idleTtlMs = options.idleTtlMs
+    this.#now = options.now ?? Date.now
+    let db: Database.Database | undefined
+    try {
+      if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
+      db = new Database(file, { timeout: options.busyTimeoutMs ?? 5000 })
+      // WAL: readers never block the writer. NORMAL: a commit survives a process crash (not
+      // necessarily a power cut) without one fsync per write.
+      db.pragma('journal_mode = WAL')
+      db.pragma('synchronous = NORMAL')
+      db.transaction(() => {
+        const version = db!.pragma('user_version', { simple: true }) as number
+        if (version > SCHEMA_VERSION) {
+          throw new LembasError(
+            'store_unavailable',
+            `sqlite store ${file}: schema version ${version} is newer than this proxy (${SCHEMA_VERSION}); upgrade lembas-proxy`,
+          )
+        }
+        db!.exec(SCHEMA)
+        // Written even when unchanged: a read-only file then fails here, not at the first request.
+        db!.pragma(`user_version = ${SCHEMA_VERSION}`)
+      }).immediate()
+    } catch (err) {
+      db?.close()
+      throw this.#fail(err, 'open')
+    }
+    this.db = db
+
+    this.#getValue = db.prepare<[string, string], string>(
+      'SELECT value FROM kv WHERE scope = ? AND key = ?',
+    )
+    this.#getValue.pluck()
+    this.#insertValue = db.prepare<[string, string, string]>(
+      'INSERT OR IGNORE INTO kv (scope, key, value) VALUES (?, ?, ?)',
+    )
+    this.#getNext = db.prepare<[string], number>('SELECT next FROM counters WHERE scope = ?')
+    this.#getNext.pluck()
+    this.#setNext = db.prepare<[string, number]>(
+      'INSERT INTO counters (scope, next) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET next = excluded.next',
+    )
+    this.#touch = db.prepare<[string, number]>(
+      'INSERT INTO scopes (scope, touched_ms) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET touched_ms = excluded.touched_ms',
+    )
+    this.#touchedAt = db.prepare<[string], number>('SELECT touched_ms FROM scopes WHERE scope = ?')
+    this.#touchedAt.pluck()
+    this.#retouch = db.prepare<[number, string]>('UPDATE scopes SET touched_ms = ? WHERE scope = ?')
+    const staleScopes = db.prepare<[number], string>(
+      'SELECT scope FROM scopes WHERE touched_ms < ? LIMIT 100',
+    )
+    staleScopes.pluck()
+    const deletes = ['kv', 'counters', 'scopes'].map((t) =>
+      db.prepare<[string]>(`DELETE FROM ${t} WHERE scope = ?`),
+    )
+    const drop = (scope: string): void => {
+      for (const del of deletes) del.run(scope)
+    }
+    // A write to a scope that expired but was not swept yet starts it afresh, as Redis would.
+    const touch = (scope: string): void => {
+      const t = this.#now()
+      const touched = this.#touchedAt.get(scope)
+      if (touched !== undefined && t - touched > this.#idleTtlMs) drop(scope)
+      this.#touch.run(scope, t)
+    }
+
+    // A deferred transaction: the values and the touch time come from one snapshot.
+    this.#readBatch = db.transaction((scope: string, keys: readonly string[]) => ({
+      values: keys.map((k) => this.#getValue.get(scope, kvField(k))),
+      touchedMs: this.#touchedAt.get(scope),
+    }))
+    this.#putBatch = db.transaction(
+      (scope: string, entries: readonly (readonly [string, string])[]) => {
+        touch(scope)
+        return entries.map(([k, v]) => {
+          const field = kvField(k)
+          if (this.#insertValue.run(scope, field, v).changes === 1) return v
+          return this.#getValue.get(scope, field)!
+        })
+      },
+    )
+    this.#claimBatch = db.transaction((scope: string, keys: readonly string[]) => {
+      touch(scope)
+      let next = this.#getNext.get(scope) ?? 1
+      const ids = keys.map((k) => {
+        const field = claimField(k)
+        const old = this.#getValue.get(scope, field)
+        if (old !== undefined) return Number(old)
+        this.#insertValue.run(scope, field, String(next))
+        return next++
+      })
+      this.#setNext.run(scope, next)
+      return ids
+    })
+    // In chunks, so a sweep of many scopes never holds the write lock for long.
+    this.#sweepBatch = db.transaction((cutoffMs: number) => {
+      const stale = staleScopes.all(cutoffMs)
+      for (const scope of stale) drop(scope)
+      return stale.length
+    })
+
+    try {
+      this.sweep()
+    } catch (err) {
+      db.close()
+      throw err
+    }
+    // Sweep while running too; unref'd so it never keeps the process alive.
+    const every = Math.min(Math.max(Math.floor(this.#idleTtlMs / 4), 1000), 3_600_000)
+    this.#sweeper = setInterval(() => {
+      try {
+        this.sweep()
+      } catch {
+        // Busy or read-only right now: the next sweep (or the next open) retries.
+      }
+    }, every)
+    this.#sweeper.unref()
+  }
+
+  /** Deletes every scope untouched for longer than the idle TTL. Returns how many. */
+  sweep(): number {
+    const cutoff = this.#now() - this.#idleTtlMs
+    let total = 0
+    for (;;) {
+      const n = this.#run('sweep', () => this.#sweepBatch.immediate(cutoff))
+      total += n
+      if (n < 100) return total
+    }
+  }
+
+  async get(scope: string, keys: readonly string[]): Promise<(string | undefined)[]> {
+    this.#open()
+    checkKeys(scope, keys)
+    if (keys.length === 0) return []
+    const { values, touchedMs } = this.#run('get', () => this.#readBatch.deferred(scope, keys))
+    if (touchedMs === undefined) return values
+    const age = this.#now() - touchedMs
+    // Expired but not swept yet: gone, as in Redis.
+    if (age > this.#idleTtlMs) return keys.map(() => undefined)
+    // Reads keep a scope alive too, but rewrite its time only when it is noticeably old, so
+    // that reads stay (almost always) lock-free.
+    if (age > Math.min(60_000, this.#idleTtlMs / 10)) {
+      this.#run('get', () => this.#retouch.run(this.#now(), scope))
+    }
+    return values
+  }
+
+  async putIfAbsent(
+    scope: string,
+    entries: readonly (readonly [key: string, value: string])[],
+  ): Promise<string[]> {
+    this.#open()
+    checkEntries(scope, entries)
+    if (entries.length === 0) return []
+    return this.#run('putIfAbsent', () => this.#putBatch.immediate(scope, entries))
+  }
+
+  async claimIds(scope: string, keys: readonly string[]): Promise<number[]> {
+    this.#open()
+    checkKeys(scope, keys)
+    if (keys.length === 0) return []
+    return this.#run('claimIds', () => this.#claimBatch.immediate(scope, keys))
+  }
+
+  async ping(): Promise<void> {
+    this.#open()
+    this.#run('ping', () => this.db.prepare('SELECT 1').get())
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    clearInterval(this.#sweeper)
+    this.db.close()
+  }
+
+  #open(): void {
+    if (this.#closed) throw closedError('sqlite')
+  }
+
+  #run<T>(op: string, fn: () => T): T {
+    try {
+      return fn()
+    } catch (err) {
+      throw this.#fail(err, op)
+    }
+  }
+
+  /** SQLite and file-system failures become store_unavailable, naming the file and the cause. */
+  #fail(err: unknown, op: string): Error {
+    if (err instanceof LembasError) return err
+    if (err instanceof Database.SqliteError || isSystemError(err)) {
+      const code = String((err as { code?: unknown }).code)
+      const message = (err as Error).message
+      const cause = message.startsWith(code) ? message : `${code}: ${message}`
+      return new LembasError(
+        'store_unavailable',
+        `sqlite store ${this.#file}: ${op} failed: ${cause}`,
+        {
+          cause: err,
+        },
+      )
+    }
+    return new LembasError('internal', `sqlite store ${this.#file}: ${op} failed: ${String(err)}`, {
+      cause: err,
+    })
+  }
+}
+
+function isSystemError(err: unknown): boolean {
+  return err instanceof Error && typeof (err as { syscall?: unknown }).syscall === 'string'
+}

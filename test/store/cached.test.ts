@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { cachedStore } from '../../src/store/cached.js'
+import { memoryStore } from '../../src/store/memory.js'
+import type { Store } from '../../src/store/store.js'
+import { rejectsWith } from './contract.js'
+
+type Call = [op: 'get' | 'putIfAbsent' | 'claimIds', scope: string, keys: string[]]
+
+/** A real memory store that records every call reaching it. */
+function counting(): { store: Store; calls: Call[] } {
+  const inner = memoryStore({ idleTtlMs: 3_600_000 })
+  const calls: Call[] = []
+  const store: Store = {
+    kind: inner.kind,
+    get: (scope, keys) => (calls.push(['get', scope, [...keys]]), inner.get(scope, keys)),
+    putIfAbsent: (scope, entries) => (
+      calls.push(['putIfAbsent', scope, entries.map(([k]) => k)]),
+      inner.putIfAbsent(scope, entries)
+    ),
+    claimIds: (scope, keys) => (
+      calls.push(['claimIds', scope, [...keys]]),
+      inner.claimIds(scope, keys)
+    ),
+    ping: () => inner.ping(),
+    close: () => inner.close(),
+  }
+  return { store, calls }
+}
+
+describe('cachedStore', () => {
+  test('get asks the backend once, only for keys not cached, deduplicated', async () => {
+    const { store, calls } = counting()
+    await store.putIfAbsent('s', [
+      ['a', 'A'],
+      ['b', 'B'],
+      ['c', 'C'],
+    ])
+    calls.length = 0
+    const cached = cachedStore(store)
+    assert.deepEqual(await cached.get('s', ['a', 'b', 'a']), ['A', 'B', 'A'])
+    assert.deepEqual(calls, [['get', 's', ['a', 'b']]])
+    assert.deepEqual(await cached.get('s', ['b', 'c', 'a', 'c']), ['B', 'C', 'A', 'C'])
+    assert.deepEqual(calls.slice(1), [['get', 's', ['c']]])
+    assert.deepEqual(await cached.get('s', ['a', 'b', 'c']), ['A', 'B', 'C'])
+    assert.equal(calls.length, 2, 'all cached: no backend call')
+  })
+
+  test('misses are not cached', async () => {
+    const { store, calls } = counting()
+    const cached = cachedStore(store)
+    assert.deepEqual(await cached.get('s', ['k']), [undefined])
+    await store.putIfAbsent('s', [['k', 'late']]) // another replica writes it
+    assert.deepEqual(await cached.get('s', ['k']), ['late'])
+    assert.equal(calls.filter(([op]) => op === 'get').length, 2)
+  })
+
+  test('scopes do not share cache entries', async () => {
+    const { store } = counting()
+    const cached = cachedStore(store)
+    await cached.putIfAbsent('ab', [['c', 'in ab']])
+    await cached.putIfAbsent('a', [['bc', 'in a']])
+    assert.deepEqual(await cached.get('a', ['bc', 'c']), ['in a', undefined])
+    assert.deepEqual(await cached.get('ab', ['c', 'bc']), ['in ab', undefined])
+  })
+
+  test('putIfAbsent caches the winner and skips keys already known', async () => {
+    const { store, calls } = counting()
+    await store.putIfAbsent('s', [['k', 'first']])
+    const cached = cachedStore(store)
+    assert.deepEqual(
+      await cached.putIfAbsent('s', [
+        ['k', 'second'],
+        ['n', 'N'],
+      ]),
+      ['first', 'N'],
+    )
+    calls.length = 0
+    assert.deepEqual(await cached.get('s', ['k', 'n']), ['first', 'N'])
+    assert.deepEqual(
+      await cached.putIfAbsent('s', [
+        ['k', 'x'],
+        ['m', 'M'],
+        ['n', 'y'],
+      ]),
+      ['first', 'M', 'N'],
+    )
+    assert.deepEqual(calls, [['putIfAbsent', 's', ['m']]])
+  })
+
+  test('claimIds caches numbers; new keys keep their order', async () => {
+    const { store, calls } = counting()
+    const cached = cachedStore(store)
+    assert.deepEqual(await cached.claimIds('s', ['a', 'b']), [1, 2])
+    assert.deepEqual(await cached.claimIds('s', ['c', 'a', 'd', 'b', 'c']), [3, 1, 4, 2, 3])
+    assert.deepEqual(await cached.claimIds('s', ['d', 'c', 'b', 'a']), [4, 3, 2, 1])
+    assert.deepEqual(calls, [
+      ['claimIds', 's', ['a', 'b']],
+      ['claimIds', 's', ['c', 'd', 'c']],
+    ])
+    // Claims and values are separate in the cache as in the store.
+    assert.deepEqual(await cached.get('s', ['a']), [undefined])
+  })
+
+  test('the byte bound evicts the least recently used entries', async () => {
+    const { store, calls } = counting()
+    const value = 'x'.repeat(1000) // ~2 KiB each in the estimate
+    const keys = Array.from({ length: 10 }, (_, i) => `k${i}`)
+    await store.putIfAbsent(
+      's',
+      keys.map((k) => [k, value]),
+    )
+    const cached = cachedStore(store, { maxBytes: 8 * 2200 }) // room for about 8
+    await cached.get('s', keys)
+    calls.length = 0
+    await cached.get('s', ['k9', 'k8'])
+    assert.deepEqual(calls, [], 'the newest are cached')
+    await cached.get('s', ['k0', 'k1'])
+    assert.deepEqual(calls, [['get', 's', ['k0', 'k1']]], 'the oldest were evicted')
+    calls.length = 0
+    await cached.get('s', ['k9'])
+    assert.deepEqual(calls, [], 'a recently used entry survives new inserts')
+  })
+
+  test('a value too big for the cache is not cached; maxBytes 0 disables it', async () => {
+    const { store, calls } = counting()
+    await store.putIfAbsent('s', [['big', 'x'.repeat(100_000)]])
+    const cached = cachedStore(store, { maxBytes: 200_000 })
+    await cached.get('s', ['big'])
+    await cached.get('s', ['big'])
+    assert.equal(calls.filter(([op]) => op === 'get').length, 2)
+    const off = cachedStore(store, { maxBytes: 0 })
+    await off.claimIds('s', ['a'])
+    await off.claimIds('s', ['a'])
+    assert.equal(calls.filter(([op]) => op === 'claimIds').length, 2)
+  })
+
+  test('an entry older than maxAgeMs is asked again', async () => {
+    const { store, calls } = counting()
+    let now = 0
+    const cached = cachedStore(store, { maxAgeMs: 1000, now: () => now })
+    await cached.putIfAbsent('s', [['k', 'v']])
+    await cached.claimIds('s', ['a'])
+    now = 1000
+    await cached.get('s', ['k'])
+    await cached.claimIds('s', ['a'])
+    assert.equal(calls.length, 2, 'still fresh at exactly maxAgeMs')
+    now = 1001
+    assert.deepEqual(await cached.get('s', ['k']), ['v'])
+    assert.deepEqual(await cached.claimIds('s', ['a']), [1])
+    assert.deepEqual(calls.slice(2), [
+      ['get', 's', ['k']],
+      ['claimIds', 's', ['a']],
+    ])
+  })
+
+  test('after close, cached entries are not served', async () => {
+    const { store } = counting()
+    const cached = cachedStore(store)
+    await cached.putIfAbsent('s', [['k', 'v']])
+    await cached.close()
+    await rejectsWith(cached.get('s', ['k']), 'store_unavailable')
+    await rejectsWith(cached.claimIds('s', []), 'store_unavailable')
+  })
+})

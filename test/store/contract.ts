@@ -1,0 +1,250 @@
+/**
+ * The Store contract, run against every backend. `makeBackend` sets up one backend (a temp file, a
+ * Redis, a shared memory state); `open()` gives a new instance on it (a new handle or connection),
+ * which is how the tests play "two replicas". Every test uses its own scopes, so a shared Redis
+ * is fine.
+ */
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import { LembasError } from '../../src/errors.js'
+import type { Store } from '../../src/store/store.js'
+
+export interface Backend {
+  open(): Promise<Store>
+  dispose?(): Promise<void>
+}
+
+export async function rejectsWith(p: Promise<unknown>, kind: LembasError['kind']): Promise<void> {
+  await assert.rejects(p, (err: unknown) => {
+    assert.ok(err instanceof LembasError, `expected a LembasError, got ${String(err)}`)
+    assert.equal(err.kind, kind, err.message)
+    return true
+  })
+}
+
+/** A deterministic PRNG (mulberry32), so a failing interleaving can be replayed. */
+export function prng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** Checks that claims agree per key and that the numbers are exactly 1..N. */
+export function assertClaims(calls: readonly (readonly string[])[], results: readonly number[][]) {
+  const byKey = new Map<string, number>()
+  calls.forEach((keys, c) => {
+    keys.forEach((k, i) => {
+      const n = results[c]![i]!
+      const seen = byKey.get(k)
+      if (seen === undefined) byKey.set(k, n)
+      else assert.equal(n, seen, `key ${k} got two numbers: ${seen} and ${n}`)
+    })
+  })
+  const numbers = [...byKey.values()].sort((a, b) => a - b)
+  assert.deepEqual(
+    numbers,
+    numbers.map((_, i) => i + 1),
+    'numbers must be unique and contiguous from 1',
+  )
+  return byKey
+}
+
+/** ~size characters of text that UTF-8 and UTF-16 code differently, with NULs and escapes. */
+export function awkwardText(size: number): string {
+  const piece = 'héllo wörld 日本語 🚀🧪 \u0000 \r\n\t"\\\' e\u0301 \u200d\uFEFF\u{10FFFF} <x/>'
+  return piece.repeat(Math.ceil(size / piece.length))
+}
+
+const same = (a: string | undefined, b: string, what: string): void =>
+  assert.ok(a === b, `${what}: got ${a === undefined ? 'undefined' : `${a.length} chars`}, differs`)
+
+export function storeContract(name: string, makeBackend: () => Promise<Backend>): void {
+  describe(`Store contract: ${name}`, () => {
+    let backend: Backend
+    let store: Store
+    let other: Store
+    const opened: Store[] = []
+    const open = async (): Promise<Store> => {
+      const s = await backend.open()
+      opened.push(s)
+      return s
+    }
+    const scope = (): string => `contract/${randomUUID()}`
+
+    before(async () => {
+      backend = await makeBackend()
+      store = await open()
+      other = await open()
+    })
+    after(async () => {
+      for (const s of opened) await s.close()
+      await backend?.dispose?.()
+    })
+
+    test('get of missing keys gives undefined for each, in order', async () => {
+      const s = scope()
+      assert.deepEqual(await store.get(s, ['a', 'b', 'a']), [undefined, undefined, undefined])
+      assert.deepEqual(await store.get(s, []), [])
+    })
+
+    test('empty batches give empty answers', async () => {
+      const s = scope()
+      assert.deepEqual(await store.putIfAbsent(s, []), [])
+      assert.deepEqual(await store.claimIds(s, []), [])
+    })
+
+    test('putIfAbsent: the first writer wins within one batch', async () => {
+      const s = scope()
+      const won = await store.putIfAbsent(s, [
+        ['k', 'first'],
+        ['k', 'second'],
+        ['j', 'other'],
+      ])
+      assert.deepEqual(won, ['first', 'first', 'other'])
+      assert.deepEqual(await store.get(s, ['k', 'j']), ['first', 'other'])
+    })
+
+    test('putIfAbsent: the first writer wins across batches and instances', async () => {
+      const s = scope()
+      assert.deepEqual(await store.putIfAbsent(s, [['k', 'first']]), ['first'])
+      assert.deepEqual(
+        await store.putIfAbsent(s, [
+          ['k', 'late'],
+          ['n', 'new'],
+        ]),
+        ['first', 'new'],
+      )
+      assert.deepEqual(await other.putIfAbsent(s, [['k', 'later']]), ['first'])
+      assert.deepEqual(await other.get(s, ['k', 'n', 'missing']), ['first', 'new', undefined])
+    })
+
+    test('values of several MB with unicode, NUL and empty strings round-trip exactly', async () => {
+      const s = scope()
+      const big = awkwardText(3_000_000)
+      const entries: [string, string][] = [
+        ['ключ 🔑', big],
+        ['nul\u0000key', 'a\u0000b\u0000'],
+        ['', ''],
+        ['plain', 'x'.repeat(5_000_000)],
+      ]
+      const won = await store.putIfAbsent(s, entries)
+      entries.forEach(([k, v], i) => same(won[i], v, `putIfAbsent ${JSON.stringify(k)}`))
+      // A fresh instance has nothing cached: this reads the backend.
+      const fresh = await open()
+      const got = await fresh.get(
+        s,
+        entries.map(([k]) => k),
+      )
+      entries.forEach(([k, v], i) => same(got[i], v, `get ${JSON.stringify(k)}`))
+      assert.deepEqual(await fresh.get(s, ['nul']), [undefined], 'a NUL does not cut the key')
+    })
+
+    test('caller keys never collide with the stored claims', async () => {
+      const s = scope()
+      await store.putIfAbsent(s, [
+        ['\u0000claim:x', 'looks like a claim'],
+        ['\u0000next', 'looks like the counter'],
+        ['\u0000', 'just a NUL'],
+      ])
+      assert.deepEqual(await store.claimIds(s, ['x', 'y']), [1, 2])
+      assert.deepEqual(await other.get(s, ['\u0000claim:x', '\u0000next', '\u0000', 'x']), [
+        'looks like a claim',
+        'looks like the counter',
+        'just a NUL',
+        undefined,
+      ])
+      assert.deepEqual(await other.claimIds(s, ['\u0000claim:x', 'x']), [3, 1])
+    })
+
+    test('scopes are isolated', async () => {
+      const base = scope()
+      const scopes = [base, `${base}/x`, `${base}}`, `{${base}`, `${base}\u0000`]
+      for (const [i, s] of scopes.entries()) {
+        assert.deepEqual(await store.putIfAbsent(s, [['k', `v${i}`]]), [`v${i}`])
+        assert.deepEqual(await store.claimIds(s, [`only-${i}`, 'k']), [1, 2])
+      }
+      for (const [i, s] of scopes.entries()) {
+        assert.deepEqual(await other.get(s, ['k']), [`v${i}`])
+        assert.deepEqual(await other.claimIds(s, ['k', `only-${i}`]), [2, 1])
+      }
+    })
+
+    test('claimIds numbers from 1 in order, and a claimed key keeps its number', async () => {
+      const s = scope()
+      assert.deepEqual(await store.claimIds(s, ['a', 'b', 'c']), [1, 2, 3])
+      assert.deepEqual(await store.claimIds(s, ['c', 'a']), [3, 1])
+      assert.deepEqual(await store.claimIds(s, ['d', 'a', 'e', 'd']), [4, 1, 5, 4])
+      assert.deepEqual(await other.claimIds(s, ['e', 'f', 'b']), [5, 6, 2])
+      assert.deepEqual(await other.claimIds(s, ['a', 'b', 'c', 'd', 'e', 'f']), [1, 2, 3, 4, 5, 6])
+      // Claims are not values.
+      assert.deepEqual(await store.get(s, ['a']), [undefined])
+    })
+
+    test('50 concurrent claimIds from two instances: one number per key, 1..N', async () => {
+      const s = scope()
+      const random = prng(42)
+      const pool = Array.from({ length: 80 }, (_, i) => `tool-call-${i}`)
+      const calls = Array.from({ length: 50 }, () =>
+        Array.from({ length: 12 }, () => pool[Math.floor(random() * pool.length)]!),
+      )
+      const results = await Promise.all(
+        calls.map((keys, i) => (i % 2 === 0 ? store : other).claimIds(s, keys)),
+      )
+      const byKey = assertClaims(calls, results)
+      const fresh = await open()
+      const keys = [...byKey.keys()]
+      assert.deepEqual(
+        await fresh.claimIds(s, keys),
+        keys.map((k) => byKey.get(k)),
+      )
+    })
+
+    test('concurrent putIfAbsent from two instances: everyone reads the same winner', async () => {
+      const s = scope()
+      const results = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          (i % 2 === 0 ? store : other).putIfAbsent(s, [
+            ['shared', `writer-${i}`],
+            [`own-${i}`, `mine-${i}`],
+          ]),
+        ),
+      )
+      const winner = results[0]![0]!
+      assert.match(winner, /^writer-\d+$/)
+      results.forEach((r, i) => assert.deepEqual(r, [winner, `mine-${i}`]))
+      assert.deepEqual(await (await open()).get(s, ['shared']), [winner])
+    })
+
+    test('unpaired surrogates are refused, not corrupted', async () => {
+      const s = scope()
+      await rejectsWith(store.putIfAbsent(s, [['k', 'bad \ud800 value']]), 'invalid_request')
+      await rejectsWith(store.putIfAbsent(s, [['\udc00', 'v']]), 'invalid_request')
+      await rejectsWith(store.claimIds(s, ['ok', '\ud83d']), 'invalid_request')
+      assert.deepEqual(await store.get(s, ['k']), [undefined])
+      assert.deepEqual(await store.claimIds(s, ['ok']), [1], 'a refused batch claims nothing')
+    })
+
+    test('ping resolves', async () => {
+      await store.ping()
+      await other.ping()
+    })
+
+    test('after close, every operation rejects with store_unavailable', async () => {
+      const s = scope()
+      const doomed = await open()
+      await doomed.putIfAbsent(s, [['k', 'v']])
+      await doomed.close()
+      await doomed.close() // twice is fine
+      await rejectsWith(doomed.get(s, ['k']), 'store_unavailable')
+      await rejectsWith(doomed.putIfAbsent(s, [['k', 'v']]), 'store_unavailable')
+      await rejectsWith(doomed.claimIds(s, ['k']), 'store_unavailable')
+      await rejectsWith(doomed.ping(), 'store_unavailable')
+      // The other instances are unaffected.
+      assert.deepEqual(await store.get(s, ['k']), ['v'])
+    })
+  })
+}

@@ -1,0 +1,245 @@
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import Database from 'better-sqlite3'
+import { createStore } from '../../src/store/index.js'
+import { openSqliteStore } from '../../src/store/sqlite.js'
+import { assertClaims, prng, rejectsWith, storeContract } from './contract.js'
+
+const idleTtlMs = 3_600_000
+const run = promisify(execFile)
+const child = fileURLToPath(new URL('./sqlite-child.ts', import.meta.url))
+
+let root: string
+before(async () => {
+  root = await mkdtemp(join(tmpdir(), 'lembas-sqlite-'))
+  await chmod(root, 0o755) // the "other user" tests below must be able to enter it
+})
+after(async () => {
+  await rm(root, { recursive: true, force: true })
+})
+const freshPath = (): string => join(root, randomUUID(), 'store.db')
+
+storeContract('sqlite', async () => {
+  const file = freshPath()
+  return { open: async () => openSqliteStore(file, { idleTtlMs }) }
+})
+
+storeContract('sqlite via createStore (cached)', async () => {
+  const spec = `sqlite:${freshPath()}`
+  return { open: () => createStore(spec, { idleTtlMs }) }
+})
+
+/** Runs sqlite-child.ts in another process, as user nobody when we are root (root ignores modes). */
+async function inChild(...args: string[]): Promise<unknown> {
+  const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', child, ...args], {
+    cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    ...(args[0] === 'open' ? asNobody : {}),
+  })
+  return JSON.parse(stdout)
+}
+
+describe('sqlite store', () => {
+  test('a reopened file has the data, with WAL, NORMAL sync, busy timeout and schema version', async () => {
+    const file = freshPath()
+    const first = openSqliteStore(file, { idleTtlMs })
+    assert.deepEqual(await first.putIfAbsent('s', [['k', 'v\u0000é']]), ['v\u0000é'])
+    assert.deepEqual(await first.claimIds('s', ['a', 'b']), [1, 2])
+    await first.close()
+
+    const again = openSqliteStore(file, { idleTtlMs })
+    assert.deepEqual(await again.get('s', ['k']), ['v\u0000é'])
+    assert.deepEqual(await again.claimIds('s', ['c', 'a']), [3, 1])
+    assert.equal(again.db.pragma('journal_mode', { simple: true }), 'wal')
+    assert.equal(again.db.pragma('synchronous', { simple: true }), 1) // NORMAL
+    assert.equal(again.db.pragma('busy_timeout', { simple: true }), 5000)
+    assert.equal(again.db.pragma('user_version', { simple: true }), 1)
+    await again.close()
+  })
+
+  test('createStore accepts a relative path and sqlite::memory:', async () => {
+    const cwd = process.cwd()
+    process.chdir(root)
+    try {
+      const rel = `${randomUUID()}/nested/store.db`
+      const store = await createStore(`sqlite:${rel}`, { idleTtlMs })
+      await store.putIfAbsent('s', [['k', 'v']])
+      await store.close()
+      const back = openSqliteStore(join(root, rel), { idleTtlMs })
+      assert.deepEqual(await back.get('s', ['k']), ['v'])
+      await back.close()
+    } finally {
+      process.chdir(cwd)
+    }
+    const mem = await createStore('sqlite::memory:', { idleTtlMs })
+    assert.equal(mem.kind, 'sqlite')
+    assert.deepEqual(await mem.claimIds('s', ['x']), [1])
+    await mem.close()
+  })
+
+  test('idle scopes are deleted on open; touched ones stay', async () => {
+    const file = freshPath()
+    let now = 10_000_000
+    const clock = { idleTtlMs: 10_000, now: () => now }
+    const store = openSqliteStore(file, clock)
+    await store.putIfAbsent('idle', [['k', 'v']])
+    await store.claimIds('idle', ['a', 'b'])
+    await store.putIfAbsent('busy', [['k', 'v']])
+    await store.close()
+
+    now += 6_000
+    const mid = openSqliteStore(file, clock)
+    assert.deepEqual(await mid.get('busy', ['k']), ['v']) // a read touches (it is > TTL/10 old)
+    await mid.close()
+
+    now += 6_000
+    const late = openSqliteStore(file, clock)
+    const count = (t: string): unknown =>
+      late.db.prepare(`SELECT count(*) FROM ${t} WHERE scope = 'idle'`).pluck().get()
+    assert.equal(count('kv'), 0)
+    assert.equal(count('counters'), 0)
+    assert.equal(count('scopes'), 0)
+    assert.deepEqual(await late.get('busy', ['k']), ['v'])
+    assert.deepEqual(await late.claimIds('idle', ['b']), [1], 'the counter restarts')
+
+    // Expired but not swept yet: reads see nothing, a write starts the scope afresh.
+    now += 11_000
+    assert.deepEqual(await late.get('busy', ['k']), [undefined])
+    assert.deepEqual(await late.putIfAbsent('busy', [['k', 'new']]), ['new'])
+    await late.close()
+  })
+
+  test('a file with a newer schema, or not a database, is store_unavailable', async () => {
+    const newer = freshPath()
+    await mkdir(join(newer, '..'), { recursive: true })
+    const raw = new Database(newer)
+    raw.pragma('user_version = 99')
+    raw.close()
+    assert.throws(() => openSqliteStore(newer, { idleTtlMs }), /schema version 99/)
+
+    const garbage = freshPath()
+    await mkdir(join(garbage, '..'), { recursive: true })
+    await writeFile(
+      garbage,
+      'this is not a database, just some text that is long enough'.repeat(100),
+    )
+    await rejectsWith(createStore(`sqlite:${garbage}`, { idleTtlMs }), 'store_unavailable')
+  })
+
+  test('a path under a regular file is store_unavailable, naming the file', async () => {
+    const blocker = join(root, `${randomUUID()}.file`)
+    await writeFile(blocker, 'x')
+    const file = join(blocker, 'store.db')
+    await rejectsWith(createStore(`sqlite:${file}`, { idleTtlMs }), 'store_unavailable')
+    assert.throws(
+      () => openSqliteStore(file, { idleTtlMs }),
+      (err: Error) => err.message.includes(file),
+    )
+  })
+
+  test('a read-only file or an unwritable directory is store_unavailable at open', async () => {
+    type Outcome = { ok: boolean; stage?: string; kind?: string; message?: string }
+    const refused = async (file: string): Promise<void> => {
+      const out = (await inChild('open', file)) as Outcome
+      assert.deepEqual(
+        [out.ok, out.stage, out.kind],
+        [false, 'open', 'store_unavailable'],
+        out.message,
+      )
+      assert.ok(out.message?.includes(file), out.message)
+    }
+    const dir = join(root, randomUUID())
+    const file = join(dir, 'store.db')
+    const store = openSqliteStore(file, { idleTtlMs })
+    await store.putIfAbsent('s', [['k', 'v']])
+    await store.close()
+    await chmod(file, 0o444)
+    await chmod(dir, 0o777)
+    await refused(file) // read-only file, writable directory
+    await chmod(dir, 0o555)
+    await Promise.all([
+      refused(file), // read-only file and directory
+      refused(join(dir, 'new.db')), // cannot create the file
+      refused(join(dir, 'a', 'b', 'new.db')), // cannot create the parent directories
+    ])
+    await chmod(dir, 0o755)
+    // The same child, on a writable file, succeeds: the refusals above are not a broken child.
+    const ok = join(root, randomUUID())
+    await mkdir(ok, { mode: 0o777 })
+    await chmod(ok, 0o777)
+    assert.deepEqual(await inChild('open', join(ok, 'store.db')), { ok: true })
+  })
+
+  test('a full disk fails the whole batch, and the store keeps working', async () => {
+    const store = openSqliteStore(freshPath(), { idleTtlMs })
+    await store.putIfAbsent('s', [['before', 'x']])
+    const pages = store.db.pragma('page_count', { simple: true }) as number
+    store.db.pragma(`max_page_count = ${pages + 20}`) // ~80 KiB more, then SQLITE_FULL
+    await assert.rejects(
+      store.putIfAbsent('s', [
+        ['small', 'y'],
+        ['huge', 'z'.repeat(1_000_000)],
+      ]),
+      (err: Error & { kind?: string }) =>
+        err.kind === 'store_unavailable' && /SQLITE_FULL/.test(err.message),
+    )
+    assert.deepEqual(await store.get('s', ['small', 'huge', 'before']), [undefined, undefined, 'x'])
+    assert.deepEqual(await store.putIfAbsent('s', [['small', 'y']]), ['y'])
+    await store.close()
+  })
+
+  test('a write lock held too long is store_unavailable (SQLITE_BUSY), and nothing is written', async () => {
+    const file = freshPath()
+    const store = openSqliteStore(file, { idleTtlMs, busyTimeoutMs: 200 })
+    const holder = new Database(file)
+    holder.exec('BEGIN IMMEDIATE')
+    const t0 = performance.now()
+    await assert.rejects(
+      store.claimIds('s', ['a']),
+      (err: Error & { kind?: string }) =>
+        err.kind === 'store_unavailable' && /SQLITE_BUSY/.test(err.message),
+    )
+    assert.ok(performance.now() - t0 >= 150, 'waited for the busy timeout')
+    holder.exec('ROLLBACK')
+    holder.close()
+    assert.deepEqual(await store.claimIds('s', ['b', 'a']), [1, 2])
+    await store.close()
+  })
+
+  test('two other processes and this one claim on one file: no duplicates, 1..N', async () => {
+    const file = freshPath()
+    const scope = `procs/${randomUUID()}`
+    const store = openSqliteStore(file, { idleTtlMs }) // creates the file before the children race
+    const startMs = Date.now() + 1200 // children need time to boot tsx
+    const children = [1, 2].map((seed) =>
+      inChild('claim', file, scope, String(seed), '300', String(startMs)),
+    )
+    const random = prng(3)
+    const calls: string[][] = []
+    const results: number[][] = []
+    while (Date.now() < startMs) await new Promise((r) => setTimeout(r, 5))
+    for (let i = 0; i < 300; i++) {
+      const keys = Array.from({ length: 10 }, () => `key-${Math.floor(random() * 300)}`)
+      calls.push(keys)
+      results.push(await store.claimIds(scope, keys))
+      await new Promise((r) => setImmediate(r))
+    }
+    for (const out of (await Promise.all(children)) as {
+      calls: string[][]
+      results: number[][]
+    }[]) {
+      calls.push(...out.calls)
+      results.push(...out.results)
+    }
+    const byKey = assertClaims(calls, results)
+    assert.ok(byKey.size > 250, `only ${byKey.size} distinct keys`)
+    await store.close()
+  })
+})
