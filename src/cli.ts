@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { serve } from '@hono/node-server'
 import { loadLoop, loadPromptBlock, packageRoot } from './config/loop.js'
 import { helpText, parseCommandLine, type Config } from './config/flags.js'
+import { sessionSources } from './config/sessions.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { createLogger } from './log.js'
@@ -40,7 +41,12 @@ async function run(config: Config): Promise<void> {
     promptBlock: loadPromptBlock(),
     recall: recallSetup(loop.proxy.recall),
     log,
-    options: { sessionHeader: config.sessionHeader, maxBodyBytes: config.maxBodyBytes },
+    continueWithinMs: loop.proxy.sessions.continue_within_ms,
+    options: {
+      sessionSources: sessionSources(loop, config.sessionHeader),
+      compactionHeader: config.compactionHeader,
+      maxBodyBytes: config.maxBodyBytes,
+    },
   })
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address

@@ -28,7 +28,12 @@ export const FLAGS = {
   'session-header': {
     env: 'LEMBAS_SESSION_HEADER',
     default: 'x-session-id',
-    help: 'request header that names a session',
+    help: 'request header that names a session (tried before the headers agents send themselves)',
+  },
+  'compaction-header': {
+    env: 'LEMBAS_COMPACTION_HEADER',
+    default: 'x-lembas-compaction',
+    help: 'request header saying the history was just summarised: a message index, or true',
   },
   'upstream-timeout-ms': {
     env: 'LEMBAS_UPSTREAM_TIMEOUT_MS',
@@ -62,7 +67,11 @@ const ConfigSchema = z.object({
   workspace: z.array(z.string().min(1)),
   sessionHeader: z
     .string()
-    .regex(/^[A-Za-z0-9-]+$/)
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .transform((name) => name.toLowerCase()),
+  compactionHeader: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/)
     .transform((name) => name.toLowerCase()),
   upstreamTimeoutMs: z.coerce.number().int().positive(),
   maxBodyBytes: z.coerce
@@ -124,6 +133,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     store: pick('store'),
     workspace,
     sessionHeader: pick('session-header'),
+    compactionHeader: pick('compaction-header'),
     upstreamTimeoutMs: pick('upstream-timeout-ms'),
     maxBodyBytes: pick('max-body-mb'),
     idleTtlMs: pick('idle-ttl-days'),
@@ -132,6 +142,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (!result.success) {
     const flagOf: Record<string, string> = {
       sessionHeader: 'session-header',
+      compactionHeader: 'compaction-header',
       upstreamTimeoutMs: 'upstream-timeout-ms',
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',

@@ -31,6 +31,22 @@ export const ContextSchema = z.strictObject({
 })
 
 export const ProxySchema = z.strictObject({
+  sessions: z.strictObject({
+    /** After a compaction without a session id, only a session active this recently continues. */
+    continue_within_ms: z.int().positive(),
+    /** Request headers that carry an agent's session id, tried after --session-header. */
+    headers: z.array(z.string().regex(/^[a-z0-9_-]+$/)),
+    /** Body fields (dotted paths) that carry one. */
+    body: z.array(z.string().min(1)),
+    /** A session id inside the `user` field (routers fill it for Claude Code). */
+    user_pattern: z.string().refine((source) => {
+      try {
+        return new RegExp(source).source.includes('(')
+      } catch {
+        return false
+      }
+    }, 'a regular expression with a capturing group'),
+  }),
   recall: z.strictObject({
     tool_name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
     max_rounds: count,

@@ -3,13 +3,16 @@ import { Hono, type Context } from 'hono'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import type { Logger } from '../log.js'
 import { handleChat, type PipelineDeps, type Reply } from '../pipeline/handle.js'
-import { identify } from '../session/identity.js'
+import { identify, type SessionSources } from '../session/identity.js'
 import { isAbortError } from '../upstream/index.js'
 import { checkChatRequest } from '../wire/chat.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
 
 export interface AppOptions {
-  readonly sessionHeader: string
+  /** Where session ids are looked for: --session-header first, then the agents' own. */
+  readonly sessionSources: SessionSources
+  /** A header by which any client can say "this request starts with a summary". */
+  readonly compactionHeader: string
   readonly maxBodyBytes: number
   /** Nesting deeper than this is refused before parsing: JSON.stringify fails near 10,000. */
   readonly maxDepth?: number
@@ -44,7 +47,8 @@ export function createApp(deps: AppDeps): Hono {
       {
         request,
         rawBody,
-        identity: identify(c.req.raw.headers, deps.options.sessionHeader),
+        identity: identify(c.req.raw.headers, request, deps.options.sessionSources),
+        compactionSignal: c.req.header(deps.options.compactionHeader),
         headers: requestHeadersForUpstream(c.req.raw.headers),
         signal: c.req.raw.signal,
       },

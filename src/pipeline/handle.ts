@@ -1,11 +1,12 @@
 import type { ContextRules } from '../context/index.js'
 import { LembasError } from '../errors.js'
 import type { Logger } from '../log.js'
-import type { Identity } from '../session/identity.js'
+import { shortHash, type Identity } from '../session/identity.js'
+import { signalledSummary, summaryIndices } from '../session/compaction.js'
 import type { Store } from '../store/store.js'
 import type { Profile } from '../tools/index.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
-import type { ChatRequest } from '../wire/chat.js'
+import { contentText, type ChatMessage, type ChatRequest } from '../wire/chat.js'
 import type { Workspace } from '../workspace/index.js'
 import { completeChat } from './complete.js'
 import { sendChat, type Turn } from './context.js'
@@ -22,6 +23,9 @@ export interface PipelineDeps {
   readonly promptBlock: string
   readonly recall: RecallSetup
   readonly log: Logger
+  /** After a compaction without a session id, a session active this recently continues. */
+  readonly continueWithinMs: number
+  readonly now?: () => number
 }
 
 /** A reply for the HTTP layer: a whole body, an SSE stream, or the upstream's own response. */
@@ -46,6 +50,8 @@ export interface ChatInput {
   readonly identity: Identity
   readonly headers: Record<string, string>
   readonly signal: AbortSignal
+  /** The compaction header's value, when the client sent it. */
+  readonly compactionSignal?: string | undefined
 }
 
 /**
@@ -73,8 +79,18 @@ export async function handleChat(input: ChatInput, deps: PipelineDeps): Promise<
     })
 
   const started = Date.now()
-  const session = await findSession(request.messages, input.identity, deps.store)
-  const rebuilt = await rebuildHistory(request.messages, tools, session, deps)
+  const continuity = {
+    summaries: summaryIndices(
+      request.messages,
+      deps.profile.compaction,
+      signalledSummary(input.compactionSignal, request.messages),
+    ),
+    systemKey: systemKey(request.messages, deps.profile),
+    withinMs: deps.continueWithinMs,
+    now: (deps.now ?? Date.now)(),
+  }
+  const session = await findSession(request.messages, input.identity, deps.store, continuity)
+  const rebuilt = await rebuildHistory(request.messages, tools, session, deps, continuity)
   const body: ChatRequest = {
     ...request,
     messages: rebuilt.messages,
@@ -102,6 +118,18 @@ export async function handleChat(input: ChatInput, deps: PipelineDeps): Promise<
   const first = await sendChat(turn, body)
   if (first.status !== 200) return { kind: 'upstream', response: first }
   return { kind: 'sse', headers: first.headers, events: streamChat(turn, first) }
+}
+
+/** The system prompt's fingerprint, cut before a summary an agent put into it (Continue). */
+function systemKey(messages: readonly ChatMessage[], profile: Profile): string {
+  const system = messages.find((message) => message.role === 'system')
+  let text = system ? contentText(system.content) : ''
+  for (const marker of profile.compaction) {
+    if (marker.role !== 'system') continue
+    const at = text.search(marker.pattern)
+    if (at >= 0) text = text.slice(0, at)
+  }
+  return shortHash(text)
 }
 
 /** JSON.stringify throws on very deep nesting; such a body is the client's error, not ours. */

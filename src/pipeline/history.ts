@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import { DedupeTable, renderResult, type ContextRules } from '../context/index.js'
+import {
+  DedupeTable,
+  fill,
+  formatId,
+  renderResult,
+  type ContextRules,
+  type Rendering,
+} from '../context/index.js'
 import { assistantKey, toolMessageKey } from '../session/fingerprints.js'
 import { explicitScope, implicitScope, type Identity } from '../session/identity.js'
 import type { Store } from '../store/store.js'
@@ -13,6 +20,7 @@ import {
   type ToolDefinition,
 } from '../wire/chat.js'
 import { resultFacts, type FileViews } from './facts.js'
+import { compactionTables, readHead, recordHead, summaryKey, withTable } from './compaction.js'
 import { keys, parseRecord, type HiddenRecord, type ToolRecord } from './records.js'
 
 export interface HistoryDeps {
@@ -41,6 +49,8 @@ export interface HistoryStats {
   newResults: number
   stubs: number
   restoredExchanges: number
+  /** Summaries that carry the table of files read before them. */
+  compactions: number
 }
 
 export interface Rebuilt {
@@ -48,28 +58,74 @@ export interface Rebuilt {
   readonly stats: HistoryStats
 }
 
+/** How a session that compacted without an explicit id is found again. */
+export interface Continuity {
+  /** Where the agent's summaries stand in the request. */
+  readonly summaries: readonly number[]
+  /** A fingerprint of the system prompt (without any summary in it). */
+  readonly systemKey: string
+  /** Only sessions active this recently are candidates. */
+  readonly withinMs: number
+  readonly now: number
+}
+
 /**
- * Finds the session a request belongs to: its explicit id, else the session that owns any tool
- * or hidden-exchange message the request carries (implicit identity), else none yet.
+ * Finds the session a request belongs to: its explicit id; else the session that owns any tool
+ * message, hidden exchange or summary the request carries (implicit identity); else, right after
+ * a compaction (a recognised summary and nothing else known), the one session of the tenant with
+ * the same system prompt that was active recently, when there is exactly one; else none yet.
  */
 export async function findSession(
   messages: readonly ChatMessage[],
   identity: Identity,
   store: Store,
+  continuity?: Continuity,
 ): Promise<SessionRef> {
-  if (identity.explicit)
+  if (identity.explicit) {
     return new SessionRef(identity, explicitScope({ ...identity, explicit: identity.explicit }))
-  const ownerKeys = messages.flatMap((message) => {
+  }
+  const ownerKeys = messages.flatMap((message, index) => {
+    if (continuity?.summaries.includes(index)) return [keys.ownerOfSummary(summaryKey(message))]
     if (message.role === 'tool') return [keys.ownerOfTool(toolMessageKey(message))]
     if (message.role === 'assistant') return [keys.ownerOfAssistant(assistantKey(message))]
     return []
   })
-  if (ownerKeys.length === 0) return new SessionRef(identity, undefined)
-  const owners = await store.get(identity.tenant, ownerKeys)
-  return new SessionRef(
-    identity,
-    owners.find((owner) => owner !== undefined),
-  )
+  const owners = ownerKeys.length > 0 ? await store.get(identity.tenant, ownerKeys) : []
+  const owner = owners.find((value) => value !== undefined)
+  if (owner !== undefined || !continuity || continuity.summaries.length === 0) {
+    return new SessionRef(identity, owner)
+  }
+  return new SessionRef(identity, await continuedSession(identity, store, continuity))
+}
+
+async function continuedSession(
+  identity: Identity,
+  store: Store,
+  continuity: Continuity,
+): Promise<string | undefined> {
+  const listed =
+    parseRecord<string[]>(
+      await store.getLatest(identity.tenant, keys.sessionsOf(continuity.systemKey)),
+    ) ?? []
+  const heads = await Promise.all(listed.map((scope) => readHead(scope, store)))
+  const recent = listed.filter((_, i) => {
+    const head = heads[i]
+    return head !== undefined && continuity.now - head.at <= continuity.withinMs
+  })
+  return recent.length === 1 ? recent[0] : undefined
+}
+
+/** Lists a new implicit session under its system prompt, for finding it after a compaction. */
+async function listSession(
+  identity: Identity,
+  scope: string,
+  systemKey: string,
+  store: Store,
+): Promise<void> {
+  const key = keys.sessionsOf(systemKey)
+  const listed = parseRecord<string[]>(await store.getLatest(identity.tenant, key)) ?? []
+  if (listed.includes(scope)) return
+  await store.setLatest(identity.tenant, key, JSON.stringify([...listed, scope].slice(-16)))
 }
 
 interface Slot {
@@ -88,6 +144,7 @@ export async function rebuildHistory(
   definitions: readonly ToolDefinition[],
   session: SessionRef,
   deps: HistoryDeps,
+  continuity: Continuity,
 ): Promise<Rebuilt> {
   const tools: Slot[] = []
   const assistants: Slot[] = []
@@ -120,7 +177,55 @@ export async function rebuildHistory(
       : new Map<string, ToolRecord>()
   for (const [key, record] of written) toolRecords.set(key, record)
 
-  return assemble(messages, toolRecords, hiddenRecords, deps, stillFresh.length)
+  const scope = session.scope
+  const tables =
+    scope === undefined
+      ? new Map<number, string>()
+      : await compactionTables(messages, continuity.summaries, scope, deps.store, deps.rules)
+  const rebuilt = assemble(messages, toolRecords, hiddenRecords, tables, deps, stillFresh.length)
+  if (scope !== undefined)
+    await rememberSession(
+      messages,
+      tools,
+      session,
+      scope,
+      stillFresh.length > 0,
+      continuity,
+      deps.store,
+    )
+  return rebuilt
+}
+
+/** Heads we wrote, so an unchanged request writes nothing. Bounded: it is only a saving. */
+const writtenHeads = new Map<string, string>()
+
+/**
+ * Keeps what a later compaction needs: the request's last tool message (the head), the owner of
+ * each summary, and, for a new implicit session, its place in the tenant's list.
+ */
+async function rememberSession(
+  messages: readonly ChatMessage[],
+  tools: readonly Slot[],
+  session: SessionRef,
+  scope: string,
+  hadFresh: boolean,
+  continuity: Continuity,
+  store: Store,
+): Promise<void> {
+  const last = tools.at(-1)
+  if (last && writtenHeads.get(scope) !== last.key) {
+    await recordHead(scope, { key: last.key, at: continuity.now }, store)
+    if (writtenHeads.size > 10_000) writtenHeads.clear()
+    writtenHeads.set(scope, last.key)
+  }
+  if (session.identity.explicit) return
+  if (continuity.summaries.length > 0) {
+    const owners = continuity.summaries.map(
+      (index) => [keys.ownerOfSummary(summaryKey(messages[index]!)), scope] as const,
+    )
+    await store.putIfAbsent(session.identity.tenant, owners)
+  }
+  if (hadFresh) await listSession(session.identity, scope, continuity.systemKey, store)
 }
 
 async function readRecords(
@@ -176,13 +281,27 @@ async function renderFresh(
   deps: HistoryDeps,
 ): Promise<Map<string, ToolRecord>> {
   const scope = session.ensure()
-  const numbers = await deps.store.claimIds(
+  // A tool message whose call id the session knows, with other content, is the client's own
+  // rewrite of an old result (a pruned "[Old tool result content cleared]"): it keeps its id.
+  const earlier = await deps.store.get(
     scope,
-    fresh.map((slot) => keys.tool(slot.key)),
+    fresh.map((slot) => keys.callId(slot.message.tool_call_id ?? '')),
+  )
+  const claimed = await deps.store.claimIds(
+    scope,
+    fresh.filter((_, i) => earlier[i] === undefined).map((slot) => keys.tool(slot.key)),
+  )
+  let nextClaimed = 0
+  const numbers = fresh.map((_, i) =>
+    earlier[i] !== undefined ? Number(earlier[i]) : claimed[nextClaimed++]!,
+  )
+  const rewritten = new Set(
+    fresh.filter((_, i) => earlier[i] !== undefined).map((slot) => slot.key),
   )
   const calls = toolCallsById(messages)
   const definitions = definitionsByName(tools)
   const freshIndex = new Map(fresh.map((slot, i) => [slot.index, i]))
+  let previousKey: string | undefined
 
   // In message order: the dedupe table and the file views are what this request carries
   // before each result. Views hold a file's content as the request last showed it.
@@ -202,8 +321,10 @@ async function renderFresh(
   for (const [index, message] of messages.entries()) {
     if (message.role !== 'tool') continue
     const i = freshIndex.get(index)
+    const prev = previousKey
+    previousKey = toolMessageKey(message)
     if (i === undefined) {
-      const record = known.get(toolMessageKey(message))
+      const record = known.get(previousKey)
       if (record) {
         addShown(table, record)
         for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
@@ -217,8 +338,12 @@ async function renderFresh(
     const classified = call
       ? classifyCall(deps.profile, call.function.name, call.function.arguments, definitions)
       : ({ kind: 'other' } as const)
-    const facts = await resultFacts(classified, text, deps.profile, deps.workspace, fileViews)
-    const rendering = renderResult({ number, call: facts.call, text }, table, deps.rules)
+    const facts = rewritten.has(slot.key)
+      ? undefined
+      : await resultFacts(classified, text, deps.profile, deps.workspace, fileViews)
+    const rendering: Rendering = facts
+      ? renderResult({ number, call: facts.call, text }, table, deps.rules)
+      : { text: renderRewritten(number, text, deps.rules) }
     const record: ToolRecord = {
       n: number,
       content: withText(slot.message.content, rendering.text),
@@ -230,14 +355,19 @@ async function renderFresh(
         entry: rendering.stub.full.entry,
         read: rendering.stub.full.read,
       },
-      views: facts.views?.map((view) => ({ absPath: view.absPath, sha256: view.sha256 })),
+      views: facts?.views?.map((view) => ({ absPath: view.absPath, sha256: view.sha256 })),
+      prev,
     }
-    for (const view of facts.views ?? []) {
+    for (const view of facts?.views ?? []) {
       views.set(view.absPath, { sha256: view.sha256, content: view.content })
       writes.push([keys.file(view.sha256), view.content])
     }
     rendered.set(slot.key, record)
-    writes.push([keys.result(number), rendering.stored ?? text])
+    // A rewrite is not a new result: the full text of its id stays what it was.
+    if (!rewritten.has(slot.key)) {
+      writes.push([keys.result(number), rendering.stored ?? text])
+      writes.push([keys.callId(slot.message.tool_call_id ?? ''), String(number)])
+    }
     addShown(table, record)
   }
 
@@ -252,6 +382,14 @@ async function renderFresh(
   const out = new Map<string, ToolRecord>()
   entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
   return out
+}
+
+/**
+ * The client's own text in place of an old result passes through with the result's id. It shows
+ * nothing the model could be pointed at, so it adds nothing to the dedupe table.
+ */
+function renderRewritten(number: number, text: string, rules: ContextRules): string {
+  return fill(rules.texts.id_bracket, { id: formatId(number, rules.ids.digits) }) + '\n' + text
 }
 
 /** Adds what a rendering shows to the table; a stub whose target is gone shows in full. */
@@ -269,23 +407,30 @@ function assemble(
   messages: readonly ChatMessage[],
   toolRecords: ReadonlyMap<string, ToolRecord>,
   hiddenRecords: ReadonlyMap<string, HiddenRecord>,
+  tables: ReadonlyMap<number, string>,
   deps: HistoryDeps,
   newResults: number,
 ): Rebuilt {
-  const stats: HistoryStats = { newResults, stubs: 0, restoredExchanges: 0 }
+  const stats: HistoryStats = { newResults, stubs: 0, restoredExchanges: 0, compactions: 0 }
   const table = new DedupeTable()
   const out: ChatMessage[] = []
   let blockPlaced = false
-  for (const message of messages) {
+  for (const [index, message] of messages.entries()) {
+    const summaryTable = tables.get(index)
+    if (summaryTable !== undefined) stats.compactions++
+    const after = (rendered: ChatMessage) =>
+      summaryTable === undefined ? rendered : withTable(rendered, summaryTable)
     if (message.role === 'system' && !blockPlaced) {
-      out.push(withPromptBlock(message, deps.promptBlock))
+      out.push(after(withPromptBlock(message, deps.promptBlock)))
       blockPlaced = true
     } else if (message.role === 'tool') {
       const record = toolRecords.get(toolMessageKey(message))
       if (!record) throw new Error('a tool message was left without a rendering')
       const shown = addShown(table, record)
       if (shown.stub) stats.stubs++
-      out.push({ ...message, content: shown.content })
+      out.push(after({ ...message, content: shown.content }))
+    } else if (summaryTable !== undefined) {
+      out.push(after(message))
     } else if (message.role === 'assistant') {
       const hidden = hiddenRecords.get(assistantKey(message))
       if (hidden) {

@@ -9,8 +9,14 @@ export const keys = {
   /** A file's content by its SHA-256: the base of a later edit's diff. */
   file: (sha256: string) => 'f:' + sha256,
   recallClaim: (toolCallId: string) => 'x:' + toolCallId,
+  /** The id given to the first result a tool call id came with. */
+  callId: (toolCallId: string) => 't:' + toolCallId,
+  compaction: (summaryKey: string) => 'c:' + summaryKey,
   ownerOfTool: (messageKey: string) => 'o:m:' + messageKey,
   ownerOfAssistant: (assistantKey: string) => 'o:h:' + assistantKey,
+  ownerOfSummary: (summaryKey: string) => 'o:c:' + summaryKey,
+  /** A tenant's implicit sessions with one system prompt (a latest value). */
+  sessionsOf: (systemKey: string) => 'sessions:' + systemKey,
 }
 
 /** A tool message as first rendered: written once, sent the same way in every later request. */
@@ -28,6 +34,8 @@ export interface ToolRecord {
         readonly read?: TableRead | undefined
       }
     | undefined
+  /** The tool message before this one in the request that first carried it: a path back. */
+  readonly prev?: string | undefined
   /** The files this result shows whole, as they are after it (a full read, an edit). */
   readonly views?: readonly { readonly absPath: string; readonly sha256: string }[] | undefined
 }

@@ -1,10 +1,18 @@
 import { createHash } from 'node:crypto'
+import { isRecord } from '../wire/chat.js'
 
 /** Who a request belongs to: a tenant (the API key's hash) and, when the client says, a session. */
 export interface Identity {
   readonly tenant: string
-  /** The client's own session id (from the session header), when it sends one. */
+  /** The client's own session id (from a header or the body), when it sends one. */
   readonly explicit?: string | undefined
+}
+
+/** Where agents put their session ids (loop.json proxy.sessions, --session-header first). */
+export interface SessionSources {
+  readonly headers: readonly string[]
+  readonly body: readonly string[]
+  readonly userPattern: RegExp
 }
 
 const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const
@@ -18,12 +26,44 @@ export function tenantOf(headers: Headers): string {
   return credential ? 't' + shortHash(credential) : 'anonymous'
 }
 
-export function identify(headers: Headers, sessionHeader: string): Identity {
-  const explicit = headers.get(sessionHeader)?.trim()
-  return { tenant: tenantOf(headers), explicit: explicit ? explicit : undefined }
+/**
+ * The session id the agent sends: the first of the session headers (opencode's
+ * x-session-affinity, Goose's x-goose-session-id, OpenHands' x-litellm-session-id, …), then the
+ * body's prompt_cache_key or metadata.session_id, then a `…session_<uuid>` inside `user`.
+ */
+export function identify(
+  headers: Headers,
+  body: Record<string, unknown>,
+  sources: SessionSources,
+): Identity {
+  const tenant = tenantOf(headers)
+  for (const name of sources.headers) {
+    const value = headers.get(name)?.trim()
+    if (value) return { tenant, explicit: 'h:' + value }
+  }
+  for (const path of sources.body) {
+    const value = dotted(body, path)
+    if (typeof value === 'string' && value.trim() !== '')
+      return { tenant, explicit: 'b:' + value.trim() }
+  }
+  const user = body.user
+  if (typeof user === 'string') {
+    const match = sources.userPattern.exec(user)
+    if (match?.[1]) return { tenant, explicit: 'u:' + match[1].toLowerCase() }
+  }
+  return { tenant }
 }
 
-/** The store scope of an explicit session, of a new implicit one, and of a tenant's index. */
+function dotted(value: unknown, path: string): unknown {
+  let current = value
+  for (const part of path.split('.')) {
+    if (!isRecord(current)) return undefined
+    current = current[part]
+  }
+  return current
+}
+
+/** The store scope of an explicit session, and of a new implicit one. */
 export function explicitScope(identity: Identity & { explicit: string }): string {
   return `${identity.tenant}/e${shortHash(identity.explicit)}`
 }

@@ -4,6 +4,9 @@
  * again. The one limit is the idle TTL: the backend forgets a scope nobody touched, so an entry
  * is trusted only for `maxAgeMs` after the backend last confirmed it (createStore passes half the
  * idle TTL), which also makes sure the backend sees the scope often enough to keep it alive.
+ *
+ * Latest values (setLatest, getLatest) do change, so they are never cached: both calls go
+ * straight to the backend.
  */
 import { closedError } from './common.js'
 import type { Store } from './store.js'
@@ -142,6 +145,14 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
         })
       }
       return out as number[]
+    },
+    async setLatest(scope, key, value) {
+      open()
+      await inner.setLatest(scope, key, value)
+    },
+    async getLatest(scope, key) {
+      open()
+      return inner.getLatest(scope, key)
     },
     async ping() {
       open()

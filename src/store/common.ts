@@ -4,11 +4,13 @@
 import { LembasError } from '../errors.js'
 
 /**
- * SQLite and Redis keep claims (and Redis the counter) next to the caller's keys, so the names
- * must be disjoint. Reserved names start with NUL plus a letter; a caller key that starts with NUL
- * gets one more NUL, so it can never look like a reserved name.
+ * SQLite and Redis keep claims, latest values (and Redis the counter) next to the caller's
+ * write-once keys, so the names must be disjoint. Reserved names start with NUL plus a letter; a
+ * caller key that starts with NUL gets one more NUL, so it can never look like a reserved name.
+ * The reserved prefixes differ in their letter, so a claim and a latest value never meet either.
  */
 export const CLAIM_PREFIX = '\u0000claim:'
+export const LATEST_PREFIX = '\u0000latest:'
 export const COUNTER_FIELD = '\u0000next'
 
 export function kvField(key: string): string {
@@ -17,6 +19,10 @@ export function kvField(key: string): string {
 
 export function claimField(key: string): string {
   return CLAIM_PREFIX + key
+}
+
+export function latestField(key: string): string {
+  return LATEST_PREFIX + key
 }
 
 // ES2024 `String.prototype.isWellFormed`: present in Node 20, missing from the ES2023 lib types.

@@ -7,6 +7,7 @@ import type { Store } from './store.js'
 
 interface MemoryScope {
   readonly kv: Map<string, string>
+  readonly latest: Map<string, string>
   readonly claims: Map<string, number>
   next: number
   touchedMs: number
@@ -55,7 +56,7 @@ export function memoryStore(options: MemoryStoreOptions): Store {
       s = undefined
     }
     if (!s && create) {
-      s = { kv: new Map(), claims: new Map(), next: 1, touchedMs: t }
+      s = { kv: new Map(), latest: new Map(), claims: new Map(), next: 1, touchedMs: t }
       scopes.set(name, s)
     }
     if (s) s.touchedMs = t
@@ -99,6 +100,16 @@ export function memoryStore(options: MemoryStoreOptions): Store {
         }
         return n
       })
+    },
+    async setLatest(name, key, value) {
+      open()
+      checkEntries(name, [[key, value]])
+      scope(name, true).latest.set(key, value)
+    },
+    async getLatest(name, key) {
+      open()
+      checkKeys(name, [key])
+      return scope(name, false)?.latest.get(key)
     },
     async ping() {
       open()

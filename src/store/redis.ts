@@ -1,8 +1,10 @@
 /**
  * Redis store: one hash per scope, `lembas:v1:{<scope>}` (the braces make the scope the Cluster
- * hash tag). ioredis re-sends unanswered commands after a reconnect, so every write is a Lua
- * script that is safe to run twice. The offline queue is off: during an outage calls fail at once
- * with store_unavailable instead of piling up.
+ * hash tag), holding write-once values, claims, the counter and latest values under the reserved
+ * field names of common.ts, so that the one TTL covers them all. ioredis re-sends unanswered
+ * commands after a reconnect, so every write is a Lua script that is safe to run twice. The
+ * offline queue is off: during an outage calls fail at once with store_unavailable instead of
+ * piling up.
  */
 import { Redis } from 'ioredis'
 import { LembasError } from '../errors.js'
@@ -14,6 +16,7 @@ import {
   closedError,
   COUNTER_FIELD,
   kvField,
+  latestField,
 } from './common.js'
 import type { Store } from './store.js'
 
@@ -57,6 +60,13 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return out
 `
 
+// ARGV: ttl, field, value. Overwrites: running it twice leaves the same state as once.
+const SET_LATEST = `
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
+`
+
 interface LembasCommands {
   lembasPutIfAbsent(
     key: string,
@@ -64,6 +74,7 @@ interface LembasCommands {
     ...fieldsAndValues: string[]
   ): Promise<(string | null)[]>
   lembasClaimIds(key: string, ttl: number, counter: string, ...fields: string[]): Promise<number[]>
+  lembasSetLatest(key: string, ttl: number, field: string, value: string): Promise<number>
 }
 
 export interface RedisStoreOptions {
@@ -107,6 +118,7 @@ export async function openRedisStore(url: string, options: RedisStoreOptions): P
   })
   client.defineCommand('lembasPutIfAbsent', { numberOfKeys: 1, lua: PUT_IF_ABSENT })
   client.defineCommand('lembasClaimIds', { numberOfKeys: 1, lua: CLAIM_IDS })
+  client.defineCommand('lembasSetLatest', { numberOfKeys: 1, lua: SET_LATEST })
   const commands = client as unknown as LembasCommands
 
   // ioredis prints unhandled 'error' events; we keep the last one to explain later failures.
@@ -156,25 +168,30 @@ export async function openRedisStore(url: string, options: RedisStoreOptions): P
     }
   }
 
+  /** The stored fields of a scope (kvField or latestField of the caller's keys). */
+  const read = (op: string, scope: string, fields: string[]): Promise<(string | undefined)[]> => {
+    const key = scopeKey(scope)
+    return run(op, async () => {
+      // Reading keeps the scope alive too; PEXPIRE is idempotent.
+      const replies = await client
+        .pipeline()
+        .hmget(key, ...fields)
+        .pexpire(key, ttl)
+        .exec()
+      const [hmget] = replies ?? []
+      if (!hmget) throw new Error('empty pipeline reply')
+      if (hmget[0]) throw hmget[0]
+      return (hmget[1] as (string | null)[]).map((v) => v ?? undefined)
+    })
+  }
+
   return {
     kind: 'redis',
     async get(scope, keys) {
       if (closed) throw closedError('redis')
       checkKeys(scope, keys)
       if (keys.length === 0) return []
-      const key = scopeKey(scope)
-      return run('get', async () => {
-        // Reading keeps the scope alive too; PEXPIRE is idempotent.
-        const replies = await client
-          .pipeline()
-          .hmget(key, ...keys.map(kvField))
-          .pexpire(key, ttl)
-          .exec()
-        const [hmget] = replies ?? []
-        if (!hmget) throw new Error('empty pipeline reply')
-        if (hmget[0]) throw hmget[0]
-        return (hmget[1] as (string | null)[]).map((v) => v ?? undefined)
-      })
+      return read('get', scope, keys.map(kvField))
     },
     async putIfAbsent(scope, entries) {
       if (closed) throw closedError('redis')
@@ -193,6 +210,19 @@ export async function openRedisStore(url: string, options: RedisStoreOptions): P
       return run('claimIds', () =>
         commands.lembasClaimIds(scopeKey(scope), ttl, COUNTER_FIELD, ...keys.map(claimField)),
       )
+    },
+    async setLatest(scope, key, value) {
+      if (closed) throw closedError('redis')
+      checkEntries(scope, [[key, value]])
+      await run('setLatest', () =>
+        commands.lembasSetLatest(scopeKey(scope), ttl, latestField(key), value),
+      )
+    },
+    async getLatest(scope, key) {
+      if (closed) throw closedError('redis')
+      checkKeys(scope, [key])
+      const [value] = await read('getLatest', scope, [latestField(key)])
+      return value
     },
     async ping() {
       await run('ping', () => client.ping())

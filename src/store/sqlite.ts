@@ -2,6 +2,10 @@
  * Embedded store on one SQLite file (better-sqlite3, synchronous). Every write runs in a BEGIN
  * IMMEDIATE transaction, so several processes on one file stay atomic and a failed batch leaves
  * nothing behind. Scopes untouched for longer than the idle TTL are deleted.
+ *
+ * The kv table holds write-once values, claims and latest values alike, told apart by the
+ * reserved field names of common.ts (so no schema change was needed for latest values, and a
+ * scope's deletion covers them all).
  */
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -14,6 +18,7 @@ import {
   claimField,
   closedError,
   kvField,
+  latestField,
 } from './common.js'
 import type { Store } from './store.js'
 
@@ -52,6 +57,7 @@ export class SqliteStore implements Store {
 
   readonly #getValue
   readonly #insertValue
+  readonly #upsertValue
   readonly #getNext
   readonly #setNext
   readonly #touch
@@ -60,6 +66,7 @@ export class SqliteStore implements Store {
   readonly #readBatch
   readonly #putBatch
   readonly #claimBatch
+  readonly #setLatestBatch
   readonly #sweepBatch
 
   constructor(file: string, options: SqliteStoreOptions) {
@@ -71,10 +78,10 @@ export class SqliteStore implements Store {
     try {
       if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
       db = new Database(file, { timeout: options.busyTimeoutMs ?? 5000 })
-      // WAL: readers never block the writer. NORMAL: a commit survives a process crash (not
-      // necessarily a power cut) without one fsync per write.
+      // WAL: readers never block the writer. FULL: a commit is fsynced before it is
+      // acknowledged, so an acknowledged result survives a power cut too, not just a crash.
       db.pragma('journal_mode = WAL')
-      db.pragma('synchronous = NORMAL')
+      db.pragma('synchronous = FULL')
       db.transaction(() => {
         const version = db!.pragma('user_version', { simple: true }) as number
         if (version > SCHEMA_VERSION) {
@@ -99,6 +106,9 @@ export class SqliteStore implements Store {
     this.#getValue.pluck()
     this.#insertValue = db.prepare<[string, string, string]>(
       'INSERT OR IGNORE INTO kv (scope, key, value) VALUES (?, ?, ?)',
+    )
+    this.#upsertValue = db.prepare<[string, string, string]>(
+      'INSERT INTO kv (scope, key, value) VALUES (?, ?, ?) ON CONFLICT (scope, key) DO UPDATE SET value = excluded.value',
     )
     this.#getNext = db.prepare<[string], number>('SELECT next FROM counters WHERE scope = ?')
     this.#getNext.pluck()
@@ -129,9 +139,10 @@ export class SqliteStore implements Store {
       this.#touch.run(scope, t)
     }
 
-    // A deferred transaction: the values and the touch time come from one snapshot.
-    this.#readBatch = db.transaction((scope: string, keys: readonly string[]) => ({
-      values: keys.map((k) => this.#getValue.get(scope, kvField(k))),
+    // A deferred transaction: the values and the touch time come from one snapshot. Takes the
+    // stored field names (kvField or latestField of the caller's keys).
+    this.#readBatch = db.transaction((scope: string, fields: readonly string[]) => ({
+      values: fields.map((f) => this.#getValue.get(scope, f)),
       touchedMs: this.#touchedAt.get(scope),
     }))
     this.#putBatch = db.transaction(
@@ -156,6 +167,10 @@ export class SqliteStore implements Store {
       })
       this.#setNext.run(scope, next)
       return ids
+    })
+    this.#setLatestBatch = db.transaction((scope: string, key: string, value: string) => {
+      touch(scope)
+      this.#upsertValue.run(scope, latestField(key), value)
     })
     // In chunks, so a sweep of many scopes never holds the write lock for long.
     this.#sweepBatch = db.transaction((cutoffMs: number) => {
@@ -197,17 +212,7 @@ export class SqliteStore implements Store {
     this.#open()
     checkKeys(scope, keys)
     if (keys.length === 0) return []
-    const { values, touchedMs } = this.#run('get', () => this.#readBatch.deferred(scope, keys))
-    if (touchedMs === undefined) return values
-    const age = this.#now() - touchedMs
-    // Expired but not swept yet: gone, as in Redis.
-    if (age > this.#idleTtlMs) return keys.map(() => undefined)
-    // Reads keep a scope alive too, but rewrite its time only when it is noticeably old, so
-    // that reads stay (almost always) lock-free.
-    if (age > Math.min(60_000, this.#idleTtlMs / 10)) {
-      this.#run('get', () => this.#retouch.run(this.#now(), scope))
-    }
-    return values
+    return this.#read('get', scope, keys.map(kvField))
   }
 
   async putIfAbsent(
@@ -227,6 +232,19 @@ export class SqliteStore implements Store {
     return this.#run('claimIds', () => this.#claimBatch.immediate(scope, keys))
   }
 
+  async setLatest(scope: string, key: string, value: string): Promise<void> {
+    this.#open()
+    checkEntries(scope, [[key, value]])
+    this.#run('setLatest', () => this.#setLatestBatch.immediate(scope, key, value))
+  }
+
+  async getLatest(scope: string, key: string): Promise<string | undefined> {
+    this.#open()
+    checkKeys(scope, [key])
+    const [value] = this.#read('getLatest', scope, [latestField(key)])
+    return value
+  }
+
   async ping(): Promise<void> {
     this.#open()
     this.#run('ping', () => this.db.prepare('SELECT 1').get())
@@ -241,6 +259,21 @@ export class SqliteStore implements Store {
 
   #open(): void {
     if (this.#closed) throw closedError('sqlite')
+  }
+
+  /** The stored fields of a scope, or undefined for each once it expired; touches it. */
+  #read(op: string, scope: string, fields: readonly string[]): (string | undefined)[] {
+    const { values, touchedMs } = this.#run(op, () => this.#readBatch.deferred(scope, fields))
+    if (touchedMs === undefined) return values
+    const age = this.#now() - touchedMs
+    // Expired but not swept yet: gone, as in Redis.
+    if (age > this.#idleTtlMs) return fields.map(() => undefined)
+    // Reads keep a scope alive too, but rewrite its time only when it is noticeably old, so
+    // that reads stay (almost always) lock-free.
+    if (age > Math.min(60_000, this.#idleTtlMs / 10)) {
+      this.#run(op, () => this.#retouch.run(this.#now(), scope))
+    }
+    return values
   }
 
   #run<T>(op: string, fn: () => T): T {

@@ -2,15 +2,23 @@
  * The store contract, shared by every backend (SQLite, Redis, memory).
  *
  * Data lives in scopes: one per session (`<tenant>/<session>`) and one per tenant (`<tenant>`) for
- * the index that finds a session from the messages a request carries. Inside a scope, values are
- * written once: the first writer wins and every later writer reads the winner back. That makes
- * every write idempotent (safe under ioredis' resend after a reconnect) and lets any replica cache
- * a value it has seen forever.
+ * the index that finds a session from the messages a request carries. A scope holds two kinds of
+ * values, in two disjoint namespaces (a key written with one kind is invisible to the other):
+ *
+ * - Write-once values (get, putIfAbsent, and the numbers of claimIds): the first writer wins and
+ *   every later writer reads the winner back. That makes every write idempotent (safe under
+ *   ioredis' resend after a reconnect) and lets any replica cache a value it has seen forever.
+ *   Almost everything is one of these.
+ * - Latest values (setLatest, getLatest), for the few per-session pointers that move on (the
+ *   latest request's last message, the last compaction's watermark): the last writer wins, as the
+ *   backend orders the writes. Writing the same value again is harmless, so a resend is safe too,
+ *   but a resent older write can land after a newer one: store only values where that is
+ *   acceptable. They are never cached; every getLatest asks the backend.
  *
  * Scopes, keys and values are any well-formed strings (empty, NUL and megabytes included); a
  * string with an unpaired UTF-16 surrogate cannot be stored exactly, so calls reject it with
  * LembasError('invalid_request'). A scope that nobody reads or writes for longer than the idle
- * TTL the store was opened with is deleted as a whole, values and counter alike.
+ * TTL the store was opened with is deleted as a whole: values of both kinds and counter alike.
  *
  * Failures reject with LembasError('store_unavailable'). A rejected write may still have been
  * applied (the reply can be lost after Redis ran it), so the answer is to retry the same call,
@@ -18,7 +26,7 @@
  */
 export interface Store {
   readonly kind: 'sqlite' | 'redis' | 'memory'
-  /** One batched read: the value of each key in the scope, or undefined. */
+  /** One batched read: the write-once value of each key in the scope, or undefined. */
   get(scope: string, keys: readonly string[]): Promise<(string | undefined)[]>
   /**
    * Set-if-absent for every entry, atomically as a batch. Returns, for each entry, the value the
@@ -33,6 +41,13 @@ export interface Store {
    * next numbers of the scope's counter (from 1), in the order given. Idempotent.
    */
   claimIds(scope: string, keys: readonly string[]): Promise<number[]>
+  /**
+   * Sets the latest value of `key` in the scope, replacing any earlier one (last writer wins).
+   * Refreshes the scope's idle TTL like every other write. Never visible to get/putIfAbsent.
+   */
+  setLatest(scope: string, key: string, value: string): Promise<void>
+  /** The latest value of `key` in the scope, or undefined; always read from the backend. */
+  getLatest(scope: string, key: string): Promise<string | undefined>
   /** Resolves when the store answers; rejects with LembasError('store_unavailable') otherwise. */
   ping(): Promise<void>
   close(): Promise<void>

@@ -65,6 +65,16 @@ export interface SuccessRule {
   readonly created?: boolean
 }
 
+/**
+ * How an agent's compaction shows on the wire: a message of this role whose text matches; the
+ * summary is that message, or the one after it (opencode), or the one before it (Goose).
+ */
+export interface CompactionMarker {
+  readonly role: 'user' | 'assistant' | 'system' | 'tool'
+  readonly pattern: RegExp
+  readonly summary?: 'self' | 'next' | 'previous'
+}
+
 export interface Profile {
   readonly name: string
   readonly tools: readonly ToolRule[]
@@ -79,6 +89,7 @@ export interface Profile {
    * cleared old results): never a read, never a listing, never a stub target.
    */
   readonly agentStubs: readonly RegExp[]
+  readonly compaction: readonly CompactionMarker[]
 }
 
 type PartialProfile = Pick<Profile, 'name' | 'tools'> & Partial<Omit<Profile, 'name' | 'tools'>>
@@ -104,6 +115,7 @@ export function defineProfile(profile: PartialProfile): Profile {
     shellEnvelopes: [],
     success: [],
     agentStubs: [],
+    compaction: [],
     ...profile,
   })
 }
@@ -120,5 +132,6 @@ export function mergeProfiles(name: string, profiles: readonly Profile[]): Profi
     shellEnvelopes: all('shellEnvelopes'),
     success: all('success'),
     agentStubs: all('agentStubs'),
+    compaction: all('compaction'),
   })
 }

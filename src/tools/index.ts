@@ -1,5 +1,11 @@
 export { classifyCall, searchReplaceBlocks, type Classified, type Replacement } from './classify.js'
-export { defineProfile, mergeProfiles, type Profile, type ToolRule } from './define-profile.js'
+export {
+  defineProfile,
+  mergeProfiles,
+  type CompactionMarker,
+  type Profile,
+  type ToolRule,
+} from './define-profile.js'
 export { parsePatch, type PatchFile, type PatchHunk } from './patch.js'
 export { shownLines, type ShownLines } from './read-text.js'
 export { commandArgv, shellCall } from './shell.js'

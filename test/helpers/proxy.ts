@@ -1,6 +1,7 @@
 import { serve } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import { loadLoop, loadPromptBlock } from '../../src/config/loop.js'
+import { sessionSources } from '../../src/config/sessions.js'
 import { createApp } from '../../src/http/app.js'
 import { silentLogger, type Logger } from '../../src/log.js'
 import { recallSetup } from '../../src/pipeline/recall.js'
@@ -40,8 +41,10 @@ export async function startProxy(options: {
     promptBlock,
     recall: recallSetup(loop.proxy.recall),
     log: options.log ?? silentLogger,
+    continueWithinMs: loop.proxy.sessions.continue_within_ms,
     options: {
-      sessionHeader: options.sessionHeader ?? 'x-session-id',
+      sessionSources: sessionSources(loop, options.sessionHeader ?? 'x-session-id'),
+      compactionHeader: 'x-lembas-compaction',
       maxBodyBytes: options.maxBodyBytes ?? 64 * 1024 * 1024,
     },
   })

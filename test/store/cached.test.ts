@@ -5,7 +5,11 @@ import { memoryStore } from '../../src/store/memory.js'
 import type { Store } from '../../src/store/store.js'
 import { rejectsWith } from './contract.js'
 
-type Call = [op: 'get' | 'putIfAbsent' | 'claimIds', scope: string, keys: string[]]
+type Call = [
+  op: 'get' | 'putIfAbsent' | 'claimIds' | 'setLatest' | 'getLatest',
+  scope: string,
+  keys: string[],
+]
 
 /** A real memory store that records every call reaching it. */
 function counting(): { store: Store; calls: Call[] } {
@@ -21,6 +25,14 @@ function counting(): { store: Store; calls: Call[] } {
     claimIds: (scope, keys) => (
       calls.push(['claimIds', scope, [...keys]]),
       inner.claimIds(scope, keys)
+    ),
+    setLatest: (scope, key, value) => (
+      calls.push(['setLatest', scope, [key]]),
+      inner.setLatest(scope, key, value)
+    ),
+    getLatest: (scope, key) => (
+      calls.push(['getLatest', scope, [key]]),
+      inner.getLatest(scope, key)
     ),
     ping: () => inner.ping(),
     close: () => inner.close(),
@@ -154,6 +166,41 @@ describe('cachedStore', () => {
     ])
   })
 
+  test('latest values are never cached: every call reaches the backend', async () => {
+    const { store, calls } = counting()
+    const cached = cachedStore(store)
+    assert.equal(await cached.getLatest('s', 'k'), undefined)
+    await cached.setLatest('s', 'k', 'one')
+    assert.equal(await cached.getLatest('s', 'k'), 'one')
+    assert.equal(await cached.getLatest('s', 'k'), 'one')
+    await store.setLatest('s', 'k', 'two') // another replica overwrites it
+    assert.equal(await cached.getLatest('s', 'k'), 'two')
+    assert.deepEqual(calls, [
+      ['getLatest', 's', ['k']],
+      ['setLatest', 's', ['k']],
+      ['getLatest', 's', ['k']],
+      ['getLatest', 's', ['k']],
+      ['setLatest', 's', ['k']],
+      ['getLatest', 's', ['k']],
+    ])
+  })
+
+  test('a cached write-once value and a latest value of one key do not mix', async () => {
+    const { store } = counting()
+    const cached = cachedStore(store)
+    await cached.putIfAbsent('s', [['k', 'once']])
+    assert.deepEqual(await cached.get('s', ['k']), ['once']) // cached now
+    assert.equal(await cached.getLatest('s', 'k'), undefined)
+    await cached.setLatest('s', 'k', 'latest')
+    assert.deepEqual(await cached.get('s', ['k']), ['once'])
+    assert.equal(await cached.getLatest('s', 'k'), 'latest')
+    // A latest value read through the cache does not become a write-once answer either.
+    await cached.setLatest('s', 'j', 'latest j')
+    assert.equal(await cached.getLatest('s', 'j'), 'latest j')
+    assert.deepEqual(await cached.get('s', ['j']), [undefined])
+    assert.deepEqual(await cached.putIfAbsent('s', [['j', 'once j']]), ['once j'])
+  })
+
   test('after close, cached entries are not served', async () => {
     const { store } = counting()
     const cached = cachedStore(store)
@@ -161,5 +208,7 @@ describe('cachedStore', () => {
     await cached.close()
     await rejectsWith(cached.get('s', ['k']), 'store_unavailable')
     await rejectsWith(cached.claimIds('s', []), 'store_unavailable')
+    await rejectsWith(cached.setLatest('s', 'k', 'v'), 'store_unavailable')
+    await rejectsWith(cached.getLatest('s', 'k'), 'store_unavailable')
   })
 })

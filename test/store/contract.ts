@@ -228,6 +228,144 @@ export function storeContract(name: string, makeBackend: () => Promise<Backend>)
       assert.deepEqual(await store.claimIds(s, ['ok']), [1], 'a refused batch claims nothing')
     })
 
+    test('getLatest of an unset key gives undefined, also next to write-once values', async () => {
+      const s = scope()
+      assert.equal(await store.getLatest(s, 'k'), undefined)
+      await store.putIfAbsent(s, [['k', 'write-once']])
+      await store.claimIds(s, ['k'])
+      assert.equal(await store.getLatest(s, 'k'), undefined)
+      assert.equal(await other.getLatest(s, 'k'), undefined)
+    })
+
+    test('setLatest: the last write wins; writing the same value again is harmless', async () => {
+      const s = scope()
+      assert.equal(await store.setLatest(s, 'k', 'one'), undefined)
+      assert.equal(await store.getLatest(s, 'k'), 'one')
+      await store.setLatest(s, 'k', 'two')
+      assert.equal(await store.getLatest(s, 'k'), 'two')
+      await store.setLatest(s, 'k', 'two') // a resend
+      assert.equal(await store.getLatest(s, 'k'), 'two')
+      await store.setLatest(s, 'k', '') // empty is a value, not a deletion
+      assert.equal(await store.getLatest(s, 'k'), '')
+      await store.setLatest(s, 'k', 'three')
+      await store.setLatest(s, 'j', 'other key')
+      assert.equal(await store.getLatest(s, 'k'), 'three')
+      assert.equal(await store.getLatest(s, 'j'), 'other key')
+    })
+
+    test('latest values and write-once values of the same key are separate, both ways', async () => {
+      const s = scope()
+      await store.setLatest(s, 'k', 'latest')
+      assert.deepEqual(await store.get(s, ['k']), [undefined], 'get does not see a latest value')
+      assert.deepEqual(await store.putIfAbsent(s, [['k', 'write-once']]), ['write-once'])
+      assert.equal(await store.getLatest(s, 'k'), 'latest', 'putIfAbsent left it alone')
+      await store.setLatest(s, 'k', 'newer')
+      assert.deepEqual(await store.get(s, ['k']), ['write-once'], 'setLatest left it alone')
+      assert.deepEqual(await store.putIfAbsent(s, [['k', 'late']]), ['write-once'])
+      assert.deepEqual(await store.claimIds(s, ['k']), [1])
+      // Read by another instance too, so that no cache answers.
+      assert.equal(await other.getLatest(s, 'k'), 'newer')
+      assert.deepEqual(await other.get(s, ['k']), ['write-once'])
+
+      // Caller keys that look like the reserved names stay in their own namespace.
+      await store.putIfAbsent(s, [
+        ['\u0000latest:x', 'looks like a latest value'],
+        ['\u0000claim:y', 'looks like a claim'],
+      ])
+      assert.equal(await other.getLatest(s, 'x'), undefined)
+      await store.setLatest(s, 'x', 'real latest')
+      await store.setLatest(s, '\u0000claim:y', 'latest that looks like a claim')
+      await store.setLatest(s, '\u0000next', 'latest that looks like the counter')
+      assert.deepEqual(await other.claimIds(s, ['y', 'z']), [2, 3], 'the counter is untouched')
+      assert.deepEqual(await other.get(s, ['\u0000latest:x', '\u0000claim:y', 'x', 'y']), [
+        'looks like a latest value',
+        'looks like a claim',
+        undefined,
+        undefined,
+      ])
+      assert.equal(await other.getLatest(s, 'x'), 'real latest')
+      assert.equal(await other.getLatest(s, '\u0000latest:x'), undefined)
+      assert.equal(await other.getLatest(s, '\u0000claim:y'), 'latest that looks like a claim')
+      assert.equal(await other.getLatest(s, '\u0000next'), 'latest that looks like the counter')
+      assert.equal(await other.getLatest(s, 'y'), undefined, 'claims are not latest values')
+    })
+
+    test('latest values are isolated between scopes', async () => {
+      const base = scope()
+      const scopes = [base, `${base}/x`, `${base}}`, `{${base}`, `${base}\u0000`]
+      for (const [i, s] of scopes.entries()) await store.setLatest(s, 'k', `v${i}`)
+      for (const [i, s] of scopes.entries()) {
+        assert.equal(await other.getLatest(s, 'k'), `v${i}`)
+      }
+      await store.setLatest(scopes[1]!, 'k', 'changed')
+      assert.equal(await other.getLatest(scopes[0]!, 'k'), 'v0')
+      assert.equal(await other.getLatest(scopes[1]!, 'k'), 'changed')
+      assert.equal(await other.getLatest(`${base}/`, 'k'), undefined)
+    })
+
+    test('latest values of several MB with unicode, NUL and empty strings round-trip', async () => {
+      const s = scope()
+      const big = awkwardText(3_000_000)
+      const entries: [string, string][] = [
+        ['ключ 🔑', big],
+        ['nul\u0000key', 'a\u0000b\u0000'],
+        ['', ''],
+        ['\u0000', 'a NUL key'],
+        ['plain', 'x'.repeat(5_000_000)],
+      ]
+      for (const [k, v] of entries) await store.setLatest(s, k, v)
+      const fresh = await open()
+      for (const [k, v] of entries) {
+        same(await fresh.getLatest(s, k), v, `getLatest ${JSON.stringify(k)}`)
+      }
+      assert.equal(await fresh.getLatest(s, 'nul'), undefined, 'a NUL does not cut the key')
+      // A big value replaced by a small one, and back.
+      await fresh.setLatest(s, 'plain', 'small')
+      assert.equal(await store.getLatest(s, 'plain'), 'small')
+      await store.setLatest(s, 'plain', big)
+      same(await fresh.getLatest(s, 'plain'), big, 'getLatest after growing again')
+    })
+
+    test('two instances see each other’s latest value; nothing stale is served', async () => {
+      const s = scope()
+      await store.setLatest(s, 'k', 'from store')
+      assert.equal(await other.getLatest(s, 'k'), 'from store')
+      assert.equal(await store.getLatest(s, 'k'), 'from store')
+      await other.setLatest(s, 'k', 'from other')
+      assert.equal(
+        await store.getLatest(s, 'k'),
+        'from other',
+        'store must not serve its own old value',
+      )
+      assert.equal(await other.getLatest(s, 'k'), 'from other')
+      for (let i = 0; i < 5; i++) {
+        const [writer, reader] = i % 2 === 0 ? [store, other] : [other, store]
+        await writer.setLatest(s, 'k', `round ${i}`)
+        assert.equal(await reader.getLatest(s, 'k'), `round ${i}`)
+        assert.equal(await writer.getLatest(s, 'k'), `round ${i}`)
+      }
+    })
+
+    test('concurrent setLatest from two instances: all read back the same, one of the written', async () => {
+      const s = scope()
+      const written = Array.from({ length: 40 }, (_, i) => `writer-${i}`)
+      await Promise.all(written.map((v, i) => (i % 2 === 0 ? store : other).setLatest(s, 'k', v)))
+      const seen = await Promise.all([store.getLatest(s, 'k'), other.getLatest(s, 'k')])
+      assert.ok(written.includes(seen[0]!), `got ${seen[0]}`)
+      assert.deepEqual(seen, [seen[0], seen[0]])
+      assert.equal(await (await open()).getLatest(s, 'k'), seen[0])
+    })
+
+    test('unpaired surrogates are refused by setLatest and getLatest', async () => {
+      const s = scope()
+      await rejectsWith(store.setLatest(s, 'k', 'bad \ud800 value'), 'invalid_request')
+      await rejectsWith(store.setLatest(s, '\udc00', 'v'), 'invalid_request')
+      await rejectsWith(store.setLatest('\ud83d', 'k', 'v'), 'invalid_request')
+      await rejectsWith(store.getLatest(s, '\udc00'), 'invalid_request')
+      await rejectsWith(store.getLatest('\ud83d', 'k'), 'invalid_request')
+      assert.equal(await store.getLatest(s, 'k'), undefined, 'a refused write wrote nothing')
+    })
+
     test('ping resolves', async () => {
       await store.ping()
       await other.ping()
@@ -237,14 +375,18 @@ export function storeContract(name: string, makeBackend: () => Promise<Backend>)
       const s = scope()
       const doomed = await open()
       await doomed.putIfAbsent(s, [['k', 'v']])
+      await doomed.setLatest(s, 'latest', 'v')
       await doomed.close()
       await doomed.close() // twice is fine
       await rejectsWith(doomed.get(s, ['k']), 'store_unavailable')
       await rejectsWith(doomed.putIfAbsent(s, [['k', 'v']]), 'store_unavailable')
       await rejectsWith(doomed.claimIds(s, ['k']), 'store_unavailable')
+      await rejectsWith(doomed.setLatest(s, 'k', 'v'), 'store_unavailable')
+      await rejectsWith(doomed.getLatest(s, 'k'), 'store_unavailable')
       await rejectsWith(doomed.ping(), 'store_unavailable')
       // The other instances are unaffected.
       assert.deepEqual(await store.get(s, ['k']), ['v'])
+      assert.equal(await store.getLatest(s, 'latest'), 'v')
     })
   })
 }

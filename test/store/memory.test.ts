@@ -31,4 +31,28 @@ describe('memory store idle TTL', () => {
     assert.deepEqual(await store.get('busy', ['k']), ['v'])
     await store.close()
   })
+
+  test('latest values expire with their scope; setLatest and getLatest keep it alive', async () => {
+    let now = 1_000_000
+    const store = memoryStore({ idleTtlMs: 1000, now: () => now })
+    await store.setLatest('idle', 'k', 'v')
+    await store.putIfAbsent('idle', [['k', 'once']])
+    await store.setLatest('written', 'k', 'v')
+    await store.putIfAbsent('written', [['k', 'once']])
+    await store.setLatest('read', 'k', 'v')
+    now += 600
+    await store.setLatest('written', 'other', 'x') // a write touches the whole scope
+    assert.equal(await store.getLatest('read', 'k'), 'v') // so does a read
+    now += 600
+    assert.equal(await store.getLatest('idle', 'k'), undefined)
+    assert.deepEqual(await store.get('idle', ['k']), [undefined])
+    assert.equal(await store.getLatest('written', 'k'), 'v')
+    assert.deepEqual(await store.get('written', ['k']), ['once'])
+    assert.equal(await store.getLatest('read', 'k'), 'v')
+    now += 1001
+    assert.equal(await store.getLatest('read', 'k'), undefined)
+    await store.setLatest('read', 'k', 'afresh')
+    assert.equal(await store.getLatest('read', 'k'), 'afresh')
+    await store.close()
+  })
 })

@@ -83,6 +83,41 @@ describe('redis store', () => {
     await store.close()
   })
 
+  test('latest values: a reserved field of the scope hash, with the idle TTL on set and get', async () => {
+    const store = await open({ idleTtlMs: 60_000 })
+    const fresh = async (ttl: number): Promise<void> =>
+      assert.ok(ttl > 50_000 && ttl <= 60_000, `pttl ${ttl}`)
+    const scope = `t/${randomUUID()}`
+    await store.setLatest(scope, 'k', 'v')
+    assert.deepEqual(await raw.hgetall(scopeKey(scope)), { '\u0000latest:k': 'v' })
+    await fresh(await raw.pttl(scopeKey(scope)))
+    await raw.pexpire(scopeKey(scope), 5_000)
+    assert.equal(await store.getLatest(scope, 'k'), 'v')
+    await fresh(await raw.pttl(scopeKey(scope))) // a read refreshes it
+    await raw.pexpire(scopeKey(scope), 5_000)
+    await store.setLatest(scope, 'k', 'w')
+    await fresh(await raw.pttl(scopeKey(scope))) // an overwrite too
+    // Resent, as ioredis does after a reconnect: the same state as once.
+    await store.setLatest(scope, 'k', 'w')
+    assert.deepEqual(await raw.hgetall(scopeKey(scope)), { '\u0000latest:k': 'w' })
+  })
+
+  test('an expired scope loses its latest values with everything else', async () => {
+    const store = await open({ idleTtlMs: 600 })
+    const scope = `t/${randomUUID()}`
+    await store.putIfAbsent(scope, [['k', 'once']])
+    await store.setLatest(scope, 'k', 'latest')
+    await sleep(300)
+    await store.setLatest(scope, 'j', 'keeps it alive')
+    await sleep(400) // past the first write's TTL
+    assert.equal(await store.getLatest(scope, 'k'), 'latest', 'setLatest refreshed the TTL')
+    await sleep(900)
+    assert.equal(await raw.exists(scopeKey(scope)), 0)
+    assert.equal(await store.getLatest(scope, 'k'), undefined)
+    assert.equal(await store.getLatest(scope, 'j'), undefined)
+    assert.deepEqual(await store.get(scope, ['k']), [undefined])
+  })
+
   test('a resent write changes nothing (the scripts are idempotent)', async () => {
     // ioredis resends unanswered commands after a reconnect; run each script twice to be sure.
     const scope = `t/${randomUUID()}`
@@ -148,12 +183,15 @@ describe('redis outage', () => {
         ['k', 'before'],
         ['big', big],
       ])
+      await store.setLatest(scope, 'latest', 'before')
 
       server.kill()
       for (const call of [
         () => store.get(scope, ['k']),
         () => store.putIfAbsent(scope, [['k2', 'during']]),
         () => store.claimIds(scope, ['d']),
+        () => store.setLatest(scope, 'latest', 'during'),
+        () => store.getLatest(scope, 'latest'),
         () => store.ping(),
       ]) {
         const t0 = performance.now()
@@ -169,6 +207,9 @@ describe('redis outage', () => {
       assert.equal(k, 'before', 'AOF kept the data')
       assert.ok(b === big, 'the 1 MB value came back intact')
       assert.equal(k2, undefined, 'a write refused during the outage is not there')
+      assert.equal(await store.getLatest(scope, 'latest'), 'before', 'and no latest value either')
+      await store.setLatest(scope, 'latest', 'after')
+      assert.equal(await store.getLatest(scope, 'latest'), 'after')
       assert.deepEqual(await store.claimIds(scope, ['c', 'd', 'a']), [3, 4, 1])
       assert.deepEqual(await store.claimIds(scope, ['d', 'e']), [4, 5])
     } finally {

@@ -47,7 +47,7 @@ async function inChild(...args: string[]): Promise<unknown> {
 }
 
 describe('sqlite store', () => {
-  test('a reopened file has the data, with WAL, NORMAL sync, busy timeout and schema version', async () => {
+  test('a reopened file has the data, with WAL, FULL sync, busy timeout and schema version', async () => {
     const file = freshPath()
     const first = openSqliteStore(file, { idleTtlMs })
     assert.deepEqual(await first.putIfAbsent('s', [['k', 'v\u0000é']]), ['v\u0000é'])
@@ -58,7 +58,7 @@ describe('sqlite store', () => {
     assert.deepEqual(await again.get('s', ['k']), ['v\u0000é'])
     assert.deepEqual(await again.claimIds('s', ['c', 'a']), [3, 1])
     assert.equal(again.db.pragma('journal_mode', { simple: true }), 'wal')
-    assert.equal(again.db.pragma('synchronous', { simple: true }), 1) // NORMAL
+    assert.equal(again.db.pragma('synchronous', { simple: true }), 2) // FULL
     assert.equal(again.db.pragma('busy_timeout', { simple: true }), 5000)
     assert.equal(again.db.pragma('user_version', { simple: true }), 1)
     await again.close()
@@ -114,6 +114,57 @@ describe('sqlite store', () => {
     assert.deepEqual(await late.get('busy', ['k']), [undefined])
     assert.deepEqual(await late.putIfAbsent('busy', [['k', 'new']]), ['new'])
     await late.close()
+  })
+
+  test('latest values live in the scope: one file of two handles, expiring with it', async () => {
+    const file = freshPath()
+    let now = 10_000_000
+    const clock = { idleTtlMs: 10_000, now: () => now }
+    const a = openSqliteStore(file, clock)
+    const b = openSqliteStore(file, clock)
+    await a.setLatest('idle', 'k', 'v')
+    await a.setLatest('kept', 'k', 'v')
+    await b.setLatest('kept', 'k', 'from b')
+    assert.equal(await a.getLatest('kept', 'k'), 'from b')
+    // Stored under the reserved prefix in kv, next to the write-once values.
+    const stored = a.db
+      .prepare(`SELECT key, value FROM kv WHERE scope = 'kept' ORDER BY key`)
+      .all() as { key: string; value: string }[]
+    assert.deepEqual(stored, [{ key: '\u0000latest:k', value: 'from b' }])
+    assert.equal(a.db.pragma('user_version', { simple: true }), 1, 'no schema change')
+
+    now += 6_000
+    await b.setLatest('kept', 'other', 'x') // a write touches the scope
+    now += 6_000
+    assert.equal(await b.getLatest('idle', 'k'), undefined, 'expired, not swept yet')
+    assert.equal(await a.getLatest('kept', 'k'), 'from b')
+    a.sweep()
+    const count = (scope: string): unknown =>
+      a.db.prepare('SELECT count(*) FROM kv WHERE scope = ?').pluck().get(scope)
+    assert.equal(count('idle'), 0, 'the sweep deleted the latest value')
+    assert.equal(count('kept'), 2)
+
+    // An expired scope that was not swept yet starts afresh on setLatest: nothing old survives.
+    await a.setLatest('stale', 'old', 'v')
+    now += 11_000
+    await b.setLatest('stale', 'new', 'w')
+    assert.equal(await a.getLatest('stale', 'old'), undefined)
+    assert.equal(await a.getLatest('stale', 'new'), 'w')
+    await a.close()
+    await b.close()
+  })
+
+  test('a failed setLatest is store_unavailable and leaves the old value', async () => {
+    const file = freshPath()
+    const store = openSqliteStore(file, { idleTtlMs, busyTimeoutMs: 100 })
+    await store.setLatest('s', 'k', 'old')
+    const holder = new Database(file)
+    holder.exec('BEGIN IMMEDIATE')
+    await rejectsWith(store.setLatest('s', 'k', 'new'), 'store_unavailable')
+    holder.exec('ROLLBACK')
+    holder.close()
+    assert.equal(await store.getLatest('s', 'k'), 'old')
+    await store.close()
   })
 
   test('a file with a newer schema, or not a database, is store_unavailable', async () => {

@@ -40,4 +40,11 @@ export const claudeCode = defineProfile({
   ],
   failures: [/^<tool_use_error>/, /^File does not exist\./],
   agentStubs: [/^File unchanged since last read\./, /^\[Old tool result content cleared\]/],
+  compaction: [
+    {
+      role: 'user',
+      pattern:
+        /^This session is being continued from a previous conversation that ran out of context\./,
+    },
+  ],
 })

@@ -49,4 +49,14 @@ export const clineClassic = defineProfile({
     /^(?:\[\w+ for '[^\n]*'\] Result:\n)?\[DUPLICATE READ\]/,
     /^\[outdated - see the latest file content\]/, // Cline 4
   ],
+  compaction: [
+    // The summary is the result of the model's summarize_task call.
+    {
+      role: 'tool',
+      pattern:
+        /^(?:\[\w+[^\n]*\] Result:\n)?\n?This session is being continued from a previous conversation that ran out of context\./,
+    },
+    { role: 'user', pattern: /^Context summary:\n\n/ }, // Cline 4
+    { role: 'user', pattern: /^<SYSTEM_NOTICE>\nEarlier context was compacted\./ }, // Cline 4, basic
+  ],
 })

@@ -27,4 +27,11 @@ export const codex = defineProfile({
     },
   ],
   success: [{ pattern: /^Success\. Updated the following files:\n/ }],
+  compaction: [
+    {
+      role: 'user',
+      pattern:
+        /^Another language model started to solve this problem and produced a summary of its thinking process\./,
+    },
+  ],
 })

@@ -35,4 +35,5 @@ export const continueDev = defineProfile({
     { kind: 'grep', names: ['grep_search', 'Search'] },
     { kind: 'shell', names: ['run_terminal_command', 'Bash'], command: ['command'] },
   ],
+  compaction: [{ role: 'system', pattern: /Previous conversation summary:\n\n/ }],
 })

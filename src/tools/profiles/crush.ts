@@ -31,4 +31,5 @@ export const crush = defineProfile({
   envelopes: [
     { pattern: /^<file>\n(?<body>[\s\S]*?)\n*(?:\(File has more lines[^\n]*\)\n)?<\/file>\s*$/ },
   ],
+  compaction: [{ role: 'user', pattern: /^## Current State\n[\s\S]*\n## Exact Next Steps\n/ }],
 })

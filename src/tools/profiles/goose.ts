@@ -43,4 +43,17 @@ export const goose = defineProfile({
     { kind: 'list', names: ['developer__tree'] },
     { kind: 'shell', names: ['developer__shell'], command: ['command'] },
   ],
+  compaction: [
+    {
+      role: 'user',
+      pattern: /^Your context was compacted\. The previous message contains a summary/,
+      summary: 'previous',
+    },
+    {
+      role: 'user',
+      pattern:
+        /^The previous message contains a summary that was prepared because a context limit was reached/,
+      summary: 'previous',
+    },
+  ],
 })

@@ -56,4 +56,5 @@ export const opencode = defineProfile({
     /^Offset \d+ is out of range/,
     /^offset must be/,
   ],
+  compaction: [{ role: 'user', pattern: /^What did we do so far\?$/, summary: 'next' }],
 })

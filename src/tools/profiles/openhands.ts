@@ -46,4 +46,5 @@ export const openHands = defineProfile({
     { pattern: /^File created successfully at: [^\n]+$/, created: true },
   ],
   failures: [/^ERROR:/, /^Invalid `path` parameter/],
+  compaction: [{ role: 'user', pattern: /^USER_CONTEXT:/ }],
 })

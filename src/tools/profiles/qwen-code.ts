@@ -50,4 +50,5 @@ export const qwenCode = defineProfile({
     /^\[Old tool result content cleared\]/,
     /^\[Old inline media cleared/,
   ],
+  compaction: [{ role: 'user', pattern: /^<state_snapshot>[\s\S]*<\/state_snapshot>/ }],
 })

@@ -28,4 +28,5 @@ export const rooCode = defineProfile({
     { pattern: /^\{"path":[\s\S]*"operation":"modified"/ },
     { pattern: /^\{"path":[\s\S]*"operation":"created"/, created: true },
   ],
+  compaction: [{ role: 'user', pattern: /^## Conversation Summary\n/ }],
 })

@@ -1,0 +1,104 @@
+import { renderCompactionTable, type ContextRules, type TableRead } from '../context/index.js'
+import { shortHash } from '../session/identity.js'
+import type { Store } from '../store/store.js'
+import { contentText, type ChatMessage } from '../wire/chat.js'
+import { keys, parseRecord, type ToolRecord } from './records.js'
+
+/** The table added after a summary, fixed when the summary is first seen. */
+interface CompactionRecord {
+  readonly table: string | null
+}
+
+/** A summary message is known by its role and text. */
+export function summaryKey(message: ChatMessage): string {
+  return shortHash(message.role + '\u0000' + contentText(message.content))
+}
+
+/**
+ * The table for each summary in the request (spec §7). A summary seen before gets the table it
+ * got then; a new one gets the newest full read of each file among the results of the request
+ * before it (the history being summarised), walked back from the session's head: results taken
+ * back by a rewind are not on that path, and the path ends where the previous compaction began.
+ */
+export async function compactionTables(
+  messages: readonly ChatMessage[],
+  summaries: readonly number[],
+  scope: string,
+  store: Store,
+  rules: ContextRules,
+): Promise<Map<number, string>> {
+  const tables = new Map<number, string>()
+  if (summaries.length === 0) return tables
+  const summaryKeys = summaries.map((index) => keys.compaction(summaryKey(messages[index]!)))
+  const known = await store.get(scope, summaryKeys)
+  const newest = summaries.length - 1
+  for (const [i, index] of summaries.entries()) {
+    let record = parseRecord<CompactionRecord>(known[i])
+    if (!record) {
+      // Only the newest summary covers the history the session has just had.
+      const table =
+        i === newest ? renderCompactionTable(await readsBeforeHead(scope, store), rules) : undefined
+      const [winner] = await store.putIfAbsent(scope, [
+        [summaryKeys[i]!, JSON.stringify({ table: table ?? null })],
+      ])
+      record = parseRecord<CompactionRecord>(winner)
+    }
+    if (record?.table) tables.set(index, record.table)
+  }
+  return tables
+}
+
+/**
+ * Full reads on the path from the head back, oldest first; the path stops at the results an
+ * earlier summary already covered. Moves that mark on to the newest result of the path.
+ */
+async function readsBeforeHead(scope: string, store: Store): Promise<TableRead[]> {
+  const [head, mark] = await Promise.all([
+    readHead(scope, store),
+    store.getLatest(scope, WATERMARK),
+  ])
+  const covered = mark === undefined ? 0 : Number(mark)
+  const reads: TableRead[] = []
+  const seen = new Set<string>()
+  let newest = covered
+  let key = head?.key
+  while (key !== undefined && !seen.has(key)) {
+    seen.add(key)
+    const [value] = await store.get(scope, [keys.tool(key)])
+    const record = parseRecord<ToolRecord>(value)
+    if (!record || record.n <= covered) break
+    newest = Math.max(newest, record.n)
+    // A stub is not a read here; a read rendered in full is.
+    if (record.read && !record.stub) reads.push(record.read)
+    key = record.prev
+  }
+  if (newest > covered) await store.setLatest(scope, WATERMARK, String(newest))
+  return reads.reverse()
+}
+
+const HEAD = 'head'
+const WATERMARK = 'covered'
+
+/** The session's last tool message and when it was sent. */
+export interface Head {
+  readonly key: string
+  readonly at: number
+}
+
+export async function readHead(scope: string, store: Store): Promise<Head | undefined> {
+  return parseRecord<Head>(await store.getLatest(scope, HEAD))
+}
+
+/** Remembers the request's last tool message: the end of the history a later summary covers. */
+export async function recordHead(scope: string, head: Head, store: Store): Promise<void> {
+  await store.setLatest(scope, HEAD, JSON.stringify(head))
+}
+
+/** Appends a table after a summary's text: a string grows, parts get one more text part. */
+export function withTable(message: ChatMessage, table: string): ChatMessage {
+  const content = message.content
+  if (Array.isArray(content))
+    return { ...message, content: [...content, { type: 'text', text: table }] }
+  const text = typeof content === 'string' && content !== '' ? content + '\n\n' + table : table
+  return { ...message, content: text }
+}

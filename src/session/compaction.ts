@@ -1,0 +1,43 @@
+import type { CompactionMarker } from '../tools/index.js'
+import { contentText, type ChatMessage } from '../wire/chat.js'
+
+/**
+ * Where the summaries of the agent's compactions stand in a request: by each agent's own marker
+ * (its role and fixed text), or at the index the client names in the compaction header.
+ */
+export function summaryIndices(
+  messages: readonly ChatMessage[],
+  markers: readonly CompactionMarker[],
+  signalled?: number,
+): number[] {
+  const found = new Set<number>()
+  if (signalled !== undefined && signalled >= 0 && signalled < messages.length) found.add(signalled)
+  messages.forEach((message, index) => {
+    const marker = markers.find(
+      (m) => m.role === message.role && m.pattern.test(contentText(message.content)),
+    )
+    if (!marker) return
+    const at =
+      marker.summary === 'next' ? index + 1 : marker.summary === 'previous' ? index - 1 : index
+    if (at >= 0 && at < messages.length) found.add(at)
+  })
+  return [...found].sort((a, b) => a - b)
+}
+
+/**
+ * The compaction header's value: a message index (from 0), or "true" for the first message that
+ * is not the system prompt.
+ */
+export function signalledSummary(
+  value: string | null | undefined,
+  messages: readonly ChatMessage[],
+): number | undefined {
+  if (!value) return undefined
+  const trimmed = value.trim().toLowerCase()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed)
+  if (trimmed === 'true' || trimmed === 'yes') {
+    const first = messages.findIndex((message) => message.role !== 'system')
+    return first < 0 ? undefined : first
+  }
+  return undefined
+}

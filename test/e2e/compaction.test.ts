@@ -1,0 +1,387 @@
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { createStore } from '../../src/store/index.js'
+import type { Store } from '../../src/store/store.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import { TestAgent } from '../helpers/agent.js'
+import {
+  startFakeUpstream,
+  type FakeUpstream,
+  type RecordedRequest,
+} from '../helpers/fake-upstream.js'
+import { chatRequests, prefixViolations, scriptedModel, type Say } from '../helpers/model.js'
+import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { makeProject } from '../helpers/workspace.js'
+
+const DAY = 86_400_000
+const SUMMARY =
+  'This session is being continued from a previous conversation that ran out of context. ' +
+  'The summary below covers the earlier portion of the conversation.\n\nSummary:\n1. Primary Request and Intent: tidy app.ts'
+
+const sha8 = (path: string) =>
+  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
+
+function table(rows: string[]): string {
+  return [
+    '## Files read before this summary',
+    '',
+    'Read a file again for its content; recall shows a result by its id.',
+    '',
+    '| Path | Lines | sha | Result |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n')
+}
+
+function toolTexts(request: any): string[] {
+  return request.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)
+}
+
+/** The agent compacts as Claude Code does: its history becomes the system prompt and a summary. */
+function compact(agent: TestAgent): void {
+  agent.messages.splice(1, agent.messages.length - 1, { role: 'user', content: SUMMARY })
+}
+
+describe('compaction', () => {
+  let upstream: FakeUpstream
+  let project: string
+  let store: Store
+  let proxy: TestProxy
+  let app: string
+  let util: string
+  before(async () => {
+    upstream = await startFakeUpstream()
+    project = makeProject()
+    app = join(project, 'app.ts')
+    util = join(project, 'util.ts')
+    store = await createStore('memory:', { idleTtlMs: DAY })
+    proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store,
+      workspace: await createWorkspace([project]),
+    })
+  })
+  after(async () => {
+    await proxy.close()
+    await upstream.close()
+    rmSync(project, { recursive: true, force: true })
+  })
+
+  const plan = (): Say[] => [
+    { calls: [{ name: 'Read', args: { file_path: app } }] },
+    { calls: [{ name: 'Read', args: { file_path: util } }] },
+    { calls: [{ name: 'Read', args: { file_path: app, offset: 3, limit: 4 } }] },
+    { calls: [{ name: 'Bash', args: { command: 'seq 1 600' } }] },
+    { content: 'Read both.' },
+  ]
+
+  for (const explicit of [true, false]) {
+    test(`the table follows the summary, ids go on, and a re-read is in full (${explicit ? 'session header' : 'no session header'})`, async () => {
+      upstream.requests.length = 0
+      let recalled = ''
+      upstream.setScript(
+        scriptedModel([
+          ...plan(),
+          { calls: [{ name: 'Read', args: { file_path: app, offset: 3, limit: 4 } }] },
+          { calls: [{ name: 'recall', args: { id: '#0004', offset: 300, limit: 1 } }] },
+          (request: RecordedRequest) => {
+            recalled = request.json.messages.at(-1).content
+            return { content: 'Continued.' }
+          },
+        ]),
+      )
+      const headers: Record<string, string> = explicit
+        ? { 'x-session-id': 'compacting-' + Date.now() }
+        : {}
+      const agent = new TestAgent({
+        proxyUrl: proxy.url,
+        workspace: project,
+        headers: { ...headers, authorization: `Bearer key-${explicit}` },
+        system: `You are agent ${explicit ? 'A' : 'B'}.`,
+      })
+      await agent.ask('read app.ts and util.ts')
+      compact(agent)
+      assert.equal(await agent.ask('go on'), 'Continued.')
+
+      const requests = chatRequests(upstream.requests)
+      const afterCompaction = requests.slice(5)
+      assert.deepEqual(
+        prefixViolations(upstream.requests.filter((r) => afterCompaction.includes(r.json))),
+        [],
+      )
+      const summary = afterCompaction[0].messages[1]
+      assert.equal(
+        summary.content,
+        SUMMARY +
+          '\n\n' +
+          table([
+            `| ${app} | 1-340 of 340 | ${sha8(app)} | #0001 |`,
+            `| ${util} | 1-3 of 3 | ${sha8(util)} | #0002 |`,
+          ]),
+      )
+      const [reread] = toolTexts(afterCompaction[1])
+      assert.match(
+        reread!,
+        new RegExp(
+          `^\\[#0005 ${app.replace(/[/.]/g, '\\$&')} lines 3-6 of 340 sha ${sha8(app)}\\]\\n`,
+        ),
+        'in full: nothing to stub against',
+      )
+      assert.equal(recalled, '[#0006 recall #0004 lines 300-300 of 600]\n300')
+    })
+  }
+
+  test('a turn taken back before the compaction takes its reads with it', async () => {
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Read', args: { file_path: app, offset: 1, limit: 5 } }] },
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { content: 'first try' },
+        { calls: [{ name: 'Bash', args: { command: 'echo again' } }] },
+        { content: 'second try' },
+        { content: 'after the summary' },
+      ]),
+    )
+    const agent = new TestAgent({
+      proxyUrl: proxy.url,
+      workspace: project,
+      headers: { 'x-session-id': 'rewinding' },
+    })
+    await agent.ask('look')
+    // Rewind to just after the first read: the util.ts read and the answer are taken back.
+    const firstRead = agent.messages.findIndex((m) => m.role === 'tool')
+    agent.messages.splice(firstRead + 1)
+    const assistant = await agent.complete()
+    assert.equal(assistant.content, null)
+    agent.messages.push(assistant)
+    agent.messages.push({
+      role: 'tool',
+      tool_call_id: assistant.tool_calls[0].id,
+      content: agent.runTool('Bash', { command: 'echo again' }),
+    })
+    agent.messages.push(await agent.complete())
+    compact(agent)
+    await agent.ask('go on')
+    const summary = chatRequests(upstream.requests).at(-1).messages[1].content
+    assert.equal(
+      summary,
+      SUMMARY + '\n\n' + table([`| ${app} | 1-5 of 340 | ${sha8(app)} | #0001 |`]),
+    )
+    // The new result after the rewind got a fresh id, never util.ts's #0002.
+    assert.match(toolTexts(chatRequests(upstream.requests)[4])[1]!, /^\[#0003\]\nagain/)
+  })
+
+  test('a summary with no reads before it gets no table', async () => {
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Bash', args: { command: 'echo hi' } }] },
+        { content: 'ok' },
+        { content: 'ok again' },
+      ]),
+    )
+    const agent = new TestAgent({
+      proxyUrl: proxy.url,
+      workspace: project,
+      headers: { 'x-session-id': 'no-reads' },
+    })
+    await agent.ask('say hi')
+    compact(agent)
+    await agent.ask('go on')
+    assert.equal(chatRequests(upstream.requests).at(-1).messages[1].content, SUMMARY)
+  })
+
+  test("Cline's summary arrives as a tool result: it gets its id, then the table", async () => {
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { content: 'ok' },
+        { content: 'continuing' },
+      ]),
+    )
+    const agent = new TestAgent({
+      proxyUrl: proxy.url,
+      workspace: project,
+      headers: { 'x-session-id': 'cline-like' },
+    })
+    await agent.ask('read util')
+    const summaryText =
+      '[summarize_task] Result:\n\nThis session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\nWe read util.ts.'
+    agent.messages.splice(
+      1,
+      agent.messages.length - 1,
+      { role: 'user', content: 'task' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_sum',
+            type: 'function',
+            function: { name: 'summarize_task', arguments: '{}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_sum', content: summaryText },
+    )
+    agent.messages.push(await agent.complete())
+    const tool = chatRequests(upstream.requests).at(-1).messages.at(-1)
+    assert.equal(
+      tool.content,
+      `[#0002]\n${summaryText}\n\n` + table([`| ${util} | 1-3 of 3 | ${sha8(util)} | #0001 |`]),
+    )
+  })
+
+  test('any client can signal a compaction with the header', async () => {
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { content: 'ok' },
+        { content: 'ok' },
+      ]),
+    )
+    const agent = new TestAgent({
+      proxyUrl: proxy.url,
+      workspace: project,
+      headers: { 'x-session-id': 'signalled' },
+    })
+    await agent.ask('read util')
+    agent.messages.splice(1, agent.messages.length - 1, {
+      role: 'user',
+      content: 'Our own summary: util.ts was read.',
+    })
+    ;(agent.options.headers as Record<string, string>)['x-lembas-compaction'] = 'true'
+    await agent.ask('go on')
+    assert.equal(
+      chatRequests(upstream.requests).at(-1).messages[1].content,
+      'Our own summary: util.ts was read.\n\n' +
+        table([`| ${util} | 1-3 of 3 | ${sha8(util)} | #0001 |`]),
+    )
+  })
+
+  test('two sessions alike in system prompt: a compaction without a session id starts a new session', async () => {
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { content: 'one' },
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { content: 'two' },
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { content: 'three' },
+      ]),
+    )
+    const options = {
+      proxyUrl: proxy.url,
+      workspace: project,
+      system: 'Twin system prompt.',
+      headers: { authorization: 'Bearer twins' },
+    }
+    const first = new TestAgent(options)
+    const second = new TestAgent(options)
+    await first.ask('a')
+    await second.ask('b')
+    compact(first)
+    await first.ask('c')
+    const last = chatRequests(upstream.requests).at(-1)
+    assert.equal(last.messages[1].content, SUMMARY, 'ambiguous: no table from either session')
+    assert.match(toolTexts(last)[0]!, /^\[#0001 /, 'a new session counts from #0001')
+  })
+})
+
+describe('rewinds, forks and pruned results', () => {
+  let upstream: FakeUpstream
+  let project: string
+  let proxy: TestProxy
+  before(async () => {
+    upstream = await startFakeUpstream()
+    project = makeProject()
+    proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      workspace: await createWorkspace([project]),
+    })
+  })
+  after(async () => {
+    await proxy.close()
+    await upstream.close()
+    rmSync(project, { recursive: true, force: true })
+  })
+
+  test('a fork keeps the renderings of the kept messages; new results get fresh ids; stubs only in the request', async () => {
+    const app = join(project, 'app.ts')
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Read', args: { file_path: app } }] },
+        { calls: [{ name: 'Bash', args: { command: 'echo one' } }] },
+        { content: 'branch one' },
+        { calls: [{ name: 'Read', args: { file_path: app, offset: 2, limit: 2 } }] },
+        { content: 'branch two' },
+      ]),
+    )
+    const agent = new TestAgent({
+      proxyUrl: proxy.url,
+      workspace: project,
+      headers: { 'x-session-id': 'forking' },
+    })
+    await agent.ask('go')
+    const kept = agent.messages.findIndex((m) => m.role === 'tool')
+    const branchOne = chatRequests(upstream.requests).at(-1)
+    agent.messages.splice(kept + 1)
+    agent.messages.push({ role: 'user', content: 'try another way' })
+    await agent.ask('and read lines 2-3')
+    const branchTwo = chatRequests(upstream.requests).at(-1)
+    const one = toolTexts(branchOne)
+    const two = toolTexts(branchTwo)
+    assert.equal(two[0], one[0], 'the kept read renders identically')
+    assert.match(
+      two[1]!,
+      /^\[#0003 .* lines 2-3 of 340 sha \w+\] Unchanged since #0001, which already shows lines 1-340\.$/,
+    )
+  })
+
+  test('a result the client pruned keeps its id, leaves the table, and a stub naming it is sent in full', async () => {
+    const util = join(project, 'util.ts')
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { content: 'read twice' },
+        { calls: [{ name: 'Read', args: { file_path: util } }] },
+        { content: 'after pruning' },
+      ]),
+    )
+    const agent = new TestAgent({
+      proxyUrl: proxy.url,
+      workspace: project,
+      headers: { 'x-session-id': 'pruning' },
+    })
+    await agent.ask('read util twice')
+    const before = toolTexts(chatRequests(upstream.requests).at(-1))
+    assert.match(before[1]!, /Unchanged since #0001/)
+    // The agent prunes the first result, as opencode and Claude Code do.
+    const first = agent.messages.find((m) => m.role === 'tool')!
+    first.content = '[Old tool result content cleared]'
+    await agent.ask('again')
+    const texts = toolTexts(chatRequests(upstream.requests).at(-1))
+    assert.equal(texts[0], '[#0001]\n[Old tool result content cleared]')
+    assert.match(
+      texts[1]!,
+      /^\[#0002 \S+ lines 1-3 of 3 sha \w+\]\n +1→export function util/,
+      'the stub of #0001 is sent in full',
+    )
+    assert.match(
+      texts[2]!,
+      /^\[#0003 \S+ lines 1-3 of 3 sha \w+\] Unchanged since #0002, which already shows lines 1-3\.$/,
+    )
+  })
+})

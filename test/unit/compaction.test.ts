@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { signalledSummary, summaryIndices } from '../../src/session/compaction.js'
+import { defaultProfile } from '../../src/tools/index.js'
+import type { ChatMessage } from '../../src/wire/chat.js'
+
+const markers = defaultProfile.compaction
+const system: ChatMessage = { role: 'system', content: 'You are an agent.' }
+
+/** Each agent's compaction as it shows on the wire (research/agents.md §1.7), and where its summary is. */
+const CASES: { agent: string; messages: ChatMessage[]; summary: number }[] = [
+  {
+    agent: 'Claude Code',
+    messages: [
+      system,
+      {
+        role: 'user',
+        content:
+          'This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.\n\nSummary:\n1. Primary Request and Intent:',
+      },
+    ],
+    summary: 1,
+  },
+  {
+    agent: 'Cline classic (a tool result)',
+    messages: [
+      system,
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c', type: 'function', function: { name: 'summarize_task', arguments: '{}' } },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'c',
+        content:
+          '\nThis session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\nWe did X.',
+      },
+    ],
+    summary: 2,
+  },
+  {
+    agent: 'Cline 4',
+    messages: [system, { role: 'user', content: 'Context summary:\n\n## Goal\nX' }],
+    summary: 1,
+  },
+  {
+    agent: 'opencode (the summary follows the question)',
+    messages: [
+      system,
+      { role: 'user', content: 'What did we do so far?' },
+      { role: 'assistant', content: '## Goal\nX\n## Instructions\n' },
+    ],
+    summary: 2,
+  },
+  {
+    agent: 'Qwen Code',
+    messages: [
+      system,
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'text',
+            text: '<state_snapshot>\nX\n</state_snapshot>\n\nResume the prior task using the summary above.',
+          },
+        ],
+      },
+      { role: 'assistant', content: 'Got it. Thanks for the additional context!' },
+    ],
+    summary: 1,
+  },
+  {
+    agent: 'Codex',
+    messages: [
+      system,
+      {
+        role: 'user',
+        content:
+          'Another language model started to solve this problem and produced a summary of its thinking process. You also have access to the state of the tools…',
+      },
+    ],
+    summary: 1,
+  },
+  {
+    agent: 'Roo Code',
+    messages: [system, { role: 'user', content: '## Conversation Summary\nX' }],
+    summary: 1,
+  },
+  {
+    agent: 'Continue (in the system prompt)',
+    messages: [
+      { role: 'system', content: 'You are an agent.\n\nPrevious conversation summary:\n\n X' },
+    ],
+    summary: 0,
+  },
+  {
+    agent: 'OpenHands',
+    messages: [system, { role: 'user', content: 'USER_CONTEXT: fix the bug\nCOMPLETED: ...' }],
+    summary: 1,
+  },
+  {
+    agent: 'Goose (the summary precedes the notice)',
+    messages: [
+      system,
+      { role: 'assistant', content: 'Summary of the conversation so far.' },
+      {
+        role: 'user',
+        content:
+          'Your context was compacted. The previous message contains a summary of the conversation so far.\nDo not mention that you read a summary.',
+      },
+    ],
+    summary: 1,
+  },
+  {
+    agent: 'Crush',
+    messages: [
+      system,
+      {
+        role: 'user',
+        content: '## Current State\nX\n## Files & Changes\nY\n## Exact Next Steps\nZ',
+      },
+    ],
+    summary: 1,
+  },
+]
+
+describe("agents' compaction markers", () => {
+  for (const { agent, messages, summary } of CASES) {
+    test(`${agent}: the summary is message ${summary}`, () => {
+      assert.deepEqual(summaryIndices(messages, markers), [summary])
+    })
+  }
+  test('an ordinary conversation has no summary', () => {
+    const messages: ChatMessage[] = [
+      system,
+      { role: 'user', content: 'What did we do so far? Tell me.' },
+      { role: 'user', content: 'Summary: none' },
+    ]
+    assert.deepEqual(summaryIndices(messages, markers), [])
+  })
+  test('the compaction header names a message, or the first one after the system prompt', () => {
+    const messages: ChatMessage[] = [system, { role: 'user', content: 'our summary' }]
+    assert.equal(signalledSummary('true', messages), 1)
+    assert.equal(signalledSummary('0', messages), 0)
+    assert.equal(signalledSummary('nonsense', messages), undefined)
+    assert.deepEqual(summaryIndices(messages, markers, signalledSummary('true', messages)), [1])
+  })
+})
