@@ -155,3 +155,12 @@ function touch(id: string, absPaths: readonly string[]): Entry {
 function withId(id: string, text: string, rules: ContextRules): string {
   return fill(rules.texts.id_bracket, { id }) + '\n' + text
 }
+
+/**
+ * A result the client rewrote itself (pruned to a placeholder): its text, under its own id. It
+ * shows nothing a stub could point at, so it adds nothing to the dedupe table.
+ * @example renderRewritten(3, '[Old tool result content cleared]', rules) // '[#0003]\n[Old tool result content cleared]'
+ */
+export function renderRewritten(number: number, text: string, rules: ContextRules): string {
+  return withId(formatId(number, rules.ids.digits), text, rules)
+}

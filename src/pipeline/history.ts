@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import {
   DedupeTable,
-  fill,
-  formatId,
   renderResult,
+  renderRewritten,
   type ContextRules,
   type Rendering,
+  type TableRead,
 } from '../context/index.js'
 import { assistantKey, toolMessageKey } from '../session/fingerprints.js'
 import { explicitScope, implicitScope, type Identity } from '../session/identity.js'
@@ -283,18 +283,30 @@ async function renderFresh(
   const scope = session.ensure()
   // A tool message whose call id the session knows, with other content, is the client's own
   // rewrite of an old result (a pruned "[Old tool result content cleared]"): it keeps its id.
-  const earlier = await deps.store.get(
-    scope,
-    fresh.map((slot) => keys.callId(slot.message.tool_call_id ?? '')),
-  )
+  const earlier = (
+    await deps.store.get(
+      scope,
+      fresh.map((slot) => keys.callId(slot.message.tool_call_id ?? '')),
+    )
+  ).map((value) => parseRecord<{ n: number; key: string }>(value))
   const claimed = await deps.store.claimIds(
     scope,
     fresh.filter((_, i) => earlier[i] === undefined).map((slot) => keys.tool(slot.key)),
   )
   let nextClaimed = 0
-  const numbers = fresh.map((_, i) =>
-    earlier[i] !== undefined ? Number(earlier[i]) : claimed[nextClaimed++]!,
+  const numbers = fresh.map((_, i) => earlier[i]?.n ?? claimed[nextClaimed++]!)
+  // What the rewritten results were: a full read among them still counts for a summary's table.
+  const originals = await deps.store.get(
+    scope,
+    earlier.flatMap((original) => (original ? [keys.tool(original.key)] : [])),
   )
+  const originalRead = new Map<string, TableRead | undefined>()
+  let nextOriginal = 0
+  fresh.forEach((slot, i) => {
+    if (!earlier[i]) return
+    const record = parseRecord<ToolRecord>(originals[nextOriginal++])
+    originalRead.set(slot.key, record?.stub ? undefined : record?.read)
+  })
   const rewritten = new Set(
     fresh.filter((_, i) => earlier[i] !== undefined).map((slot) => slot.key),
   )
@@ -343,7 +355,7 @@ async function renderFresh(
       : await resultFacts(classified, text, deps.profile, deps.workspace, fileViews)
     const rendering: Rendering = facts
       ? renderResult({ number, call: facts.call, text }, table, deps.rules)
-      : { text: renderRewritten(number, text, deps.rules) }
+      : { text: renderRewritten(number, text, deps.rules), read: originalRead.get(slot.key) }
     const record: ToolRecord = {
       n: number,
       content: withText(slot.message.content, rendering.text),
@@ -366,7 +378,10 @@ async function renderFresh(
     // A rewrite is not a new result: the full text of its id stays what it was.
     if (!rewritten.has(slot.key)) {
       writes.push([keys.result(number), rendering.stored ?? text])
-      writes.push([keys.callId(slot.message.tool_call_id ?? ''), String(number)])
+      writes.push([
+        keys.callId(slot.message.tool_call_id ?? ''),
+        JSON.stringify({ n: number, key: slot.key }),
+      ])
     }
     addShown(table, record)
   }
@@ -382,14 +397,6 @@ async function renderFresh(
   const out = new Map<string, ToolRecord>()
   entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
   return out
-}
-
-/**
- * The client's own text in place of an old result passes through with the result's id. It shows
- * nothing the model could be pointed at, so it adds nothing to the dedupe table.
- */
-function renderRewritten(number: number, text: string, rules: ContextRules): string {
-  return fill(rules.texts.id_bracket, { id: formatId(number, rules.ids.digits) }) + '\n' + text
 }
 
 /** Adds what a rendering shows to the table; a stub whose target is gone shows in full. */

@@ -71,6 +71,8 @@ export const Step = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('reply') }),
   z.strictObject({ op: z.literal('compaction'), expect: TextSpec.nullable() }),
   z.strictObject({ op: z.literal('rewind'), keep: z.int().nonnegative() }),
+  /** The client rewrote the result of step `at` (pruned it): it now sends `text` there. */
+  z.strictObject({ op: z.literal('prune'), at: z.int().nonnegative(), text: z.string() }),
   z.strictObject({ op: z.literal('advance'), to: z.string().regex(/^#[0-9a-f]+$/) }),
   z.strictObject({ op: z.literal('request'), expect: z.array(TextSpec) }),
 ])

@@ -11,6 +11,7 @@ import {
   renderCompactionTable,
   renderRecall,
   renderResult,
+  renderRewritten,
   sha256Hex,
   splitLines,
   type ContextRules,
@@ -102,6 +103,18 @@ export function simulate(steps: readonly Step[], rules: ContextRules): Produced[
         results = results.filter((result) => result.step < step.keep)
         markers = markers.filter((marker) => marker.step < step.keep)
         return
+      case 'prune': {
+        const at = results.findIndex((result) => result.step === step.at)
+        const pruned = results[at]
+        if (!pruned) throw new Error(`prune: step ${step.at} has no result`)
+        // Its turn is still in the history: a full read it was still counts for the table.
+        const read = pruned.rendering.stub ? undefined : pruned.rendering.read
+        results[at] = {
+          ...pruned,
+          rendering: { text: renderRewritten(pruned.number, step.text, rules), read },
+        }
+        return
+      }
       case 'advance': {
         // Moves the session on to an id, as if results the case does not show came before.
         const to = parseId(step.to) ?? 0
@@ -178,7 +191,7 @@ function toChange(change: {
 
 type ResultStep = Exclude<
   Step,
-  { op: 'reply' | 'compaction' | 'rewind' | 'advance' | 'recall' | 'request' }
+  { op: 'reply' | 'compaction' | 'rewind' | 'advance' | 'recall' | 'request' | 'prune' }
 >
 
 function toCall(step: ResultStep): { call: SemanticCall; text: string } {
