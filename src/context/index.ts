@@ -15,5 +15,11 @@ export {
 export { renderEdit, renderPatch, unifiedHunks } from './edit-diff.js'
 export { renderRecall, type RecallRequest } from './recall.js'
 export { renderCompactionTable, type TableRead } from './compaction-table.js'
-export { renderResult, renderRewritten, type FullRendering, type Rendering, type RenderInput } from './render.js'
+export {
+  renderResult,
+  renderRewritten,
+  type FullRendering,
+  type Rendering,
+  type RenderInput,
+} from './render.js'
 export { countChars, countLines, fill, splitLines } from './text.js'
