@@ -1,0 +1,250 @@
+/**
+ * The real agent CLIs for the live end-to-end test: where they are installed (outside the repo's
+ * dependencies), how to install them, a scratch project and home for each run, and a time-boxed
+ * run of the CLI.
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  writeFileSync,
+} from 'node:fs'
+import { homedir, tmpdir } from 'node:os'
+import { delimiter, join } from 'node:path'
+
+/** The versions the fixtures in test/fixtures/agents were recorded with. */
+export const AGENT_PACKAGES = {
+  qwen: { name: '@qwen-code/qwen-code', version: '0.24.4', bin: 'qwen' },
+  opencode: { name: 'opencode-ai', version: '1.18.33', bin: 'opencode' },
+} as const
+
+export type AgentName = keyof typeof AGENT_PACKAGES
+
+/** $LEMBAS_AGENTS_DIR, else ~/.cache/lembas-agents: an npm prefix holding both CLIs. */
+export function agentsDir(): string {
+  return process.env['LEMBAS_AGENTS_DIR'] || join(homedir(), '.cache', 'lembas-agents')
+}
+
+export function installCommand(dir = agentsDir()): string {
+  const specs = Object.values(AGENT_PACKAGES).map((p) => `${p.name}@${p.version}`)
+  return `npm install --prefix "${dir}" --no-audit --no-fund ${specs.join(' ')}`
+}
+
+/** What is wrong with the installed CLI, or undefined when the pinned version is there. */
+function problem(agent: AgentName, dir: string): string | undefined {
+  const pkg = AGENT_PACKAGES[agent]
+  const bin = join(dir, 'node_modules', '.bin', pkg.bin)
+  if (!existsSync(bin)) return `${pkg.bin} is not installed (no ${bin})`
+  const manifest = join(dir, 'node_modules', pkg.name, 'package.json')
+  const version = existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).version : '?'
+  if (version !== pkg.version) return `${pkg.name} is ${version}, the test pins ${pkg.version}`
+  return undefined
+}
+
+let installTried = false
+
+/**
+ * The agent's executable. When it is missing the test installs both CLIs once into the cache
+ * folder with npm; if that fails too, it throws with the command to run (never a silent skip).
+ */
+export function agentBinary(agent: AgentName): string {
+  const dir = agentsDir()
+  if (problem(agent, dir) && !installTried) {
+    installTried = true
+    try {
+      mkdirSync(dir, { recursive: true })
+      execFileSync('bash', ['-c', installCommand(dir)], { stdio: 'pipe', timeout: 240_000 })
+    } catch {
+      // reported below
+    }
+  }
+  const wrong = problem(agent, dir)
+  if (wrong) {
+    throw new Error(
+      `${wrong}. The live agent test runs the real CLIs; install them with:\n  ${installCommand(dir)}\n` +
+        `(or set LEMBAS_AGENTS_DIR to an npm prefix that has them; .ci/run installs them)`,
+    )
+  }
+  return join(dir, 'node_modules', '.bin', AGENT_PACKAGES[agent].bin)
+}
+
+/** opencode's grep and glob run `rg` from PATH (else it downloads one, which cannot work here). */
+export function requireRipgrep(): void {
+  const found = (process.env['PATH'] ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, 'rg'), constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  })
+  if (!found) throw new Error('opencode needs ripgrep on PATH: apt-get install -y ripgrep')
+}
+
+export interface LiveProject {
+  /** The workspace (real path): src/big.ts (301 lines), src/util.ts (7 lines), README.md. */
+  readonly root: string
+  readonly big: string
+  readonly util: string
+  /** A scratch HOME with XDG folders, outside the workspace. */
+  readonly home: string
+}
+
+/** A fresh project and home in the temp folder, like the fixtures' make-project.sh. */
+export function makeLiveProject(agent: AgentName): LiveProject {
+  const base = realpathSync(mkdtempSync(join(tmpdir(), `lembas-live-${agent}-`)))
+  const root = join(base, 'project')
+  const home = join(base, 'home')
+  mkdirSync(join(root, 'src'), { recursive: true })
+  for (const dir of ['.config', '.cache', '.local/share', '.local/state'])
+    mkdirSync(join(home, dir), { recursive: true })
+  writeFileSync(
+    join(root, 'README.md'),
+    '# demo project\nA tiny scratch project for the live agent test.\n',
+  )
+  const util = join(root, 'src', 'util.ts')
+  writeFileSync(
+    util,
+    'export function add(a: number, b: number): number {\n  return a + b;\n}\n\n' +
+      'export function mul(a: number, b: number): number {\n  return a * b;\n}\n',
+  )
+  const lines = [
+    '// big.ts: generated module with many small functions',
+    'import { add, mul } from "./util";',
+    '',
+  ]
+  for (let i = 1; lines.length < 296; i++) {
+    lines.push(
+      `/** helper number ${i} */`,
+      `export function compute${i}(x: number): number {`,
+      `  const y = mul(x, ${i});`,
+      `  return add(y, ${i * 7});`,
+      '}',
+      '',
+    )
+  }
+  lines.push(
+    'export function computeTotal(xs: number[]): number {',
+    '  return xs.reduce((s, x) => add(s, compute1(x)), 0);',
+    '}',
+    '// end of big.ts',
+  )
+  const big = join(root, 'src', 'big.ts')
+  writeFileSync(big, lines.join('\n') + '\n')
+  return { root, big, util, home }
+}
+
+/** HOME and XDG_* pointing into the scratch home, PATH kept, nothing else of ours inherited. */
+export function isolatedEnv(
+  home: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    XDG_STATE_HOME: join(home, '.local', 'state'),
+    TMPDIR: tmpdir(),
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    NO_COLOR: '1',
+    ...extra,
+  }
+}
+
+export interface AgentRun {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly timedOut: boolean
+  /** Why the run was stopped early through `stop`, if it was. */
+  readonly stopped?: string
+  readonly ms: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/**
+ * Runs the CLI in its own process group; on timeout, or when `stop` aborts (a failure already
+ * seen: no use waiting out the agent's retries), the group is killed (SIGKILL after 3 s).
+ */
+export function runAgent(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env: Record<string, string>; timeoutMs: number; stop?: AbortSignal },
+): Promise<AgentRun> {
+  const started = Date.now()
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    let timedOut = false
+    const kill = (signal: NodeJS.Signals) => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, signal)
+      } catch {
+        // already gone
+      }
+    }
+    let hard: NodeJS.Timeout | undefined
+    let stopped: string | undefined
+    const end = () => {
+      if (hard) return
+      kill('SIGTERM')
+      hard = setTimeout(() => kill('SIGKILL'), 3_000)
+    }
+    const timer = setTimeout(() => {
+      timedOut = true
+      end()
+    }, options.timeoutMs)
+    const onStop = () => {
+      stopped = String(options.stop?.reason ?? 'stopped')
+      end()
+    }
+    if (options.stop?.aborted) onStop()
+    else options.stop?.addEventListener('abort', onStop, { once: true })
+    child.on('error', (error) => {
+      clearTimeout(timer)
+      options.stop?.removeEventListener('abort', onStop)
+      reject(error)
+    })
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      if (hard) clearTimeout(hard)
+      options.stop?.removeEventListener('abort', onStop)
+      kill('SIGKILL') // anything the CLI left behind in its group
+      resolve({
+        code,
+        signal,
+        timedOut,
+        ...(stopped ? { stopped } : {}),
+        ms: Date.now() - started,
+        stdout,
+        stderr,
+      })
+    })
+  })
+}
+
+/** A run's outcome for an assertion message: exit, time, and the tails of its output. */
+export function describeRun(run: AgentRun): string {
+  const tail = (text: string) => text.split('\n').slice(-25).join('\n')
+  return (
+    `exit ${run.code ?? run.signal}${run.timedOut ? ' (timed out, killed)' : ''} after ${run.ms} ms\n` +
+    (run.stopped ? `stopped early: ${run.stopped}\n` : '') +
+    `--- stdout (tail)\n${tail(run.stdout)}\n--- stderr (tail)\n${tail(run.stderr)}`
+  )
+}
