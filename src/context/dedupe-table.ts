@@ -54,6 +54,14 @@ export class DedupeTable {
     }
   }
 
+  /** A copy to build on: requests that share a history each extend their own. */
+  clone(): DedupeTable {
+    const copy = new DedupeTable()
+    for (const entry of this.#entries) copy.#entries.push(entry)
+    for (const id of this.#ids) copy.#ids.add(id)
+    return copy
+  }
+
   has(id: string): boolean {
     return this.#ids.has(id)
   }

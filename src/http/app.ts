@@ -3,19 +3,13 @@ import { Hono, type Context } from 'hono'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import type { Logger } from '../log.js'
 import { handleChat, type PipelineDeps, type Reply } from '../pipeline/handle.js'
-import { identify, type SessionSources } from '../session/identity.js'
 import { isAbortError } from '../upstream/index.js'
-import { checkChatRequest } from '../wire/chat.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
 
 export interface AppOptions {
-  /** Where session ids are looked for: --session-header first, then the agents' own. */
-  readonly sessionSources: SessionSources
   /** A header by which any client can say "this request starts with a summary". */
   readonly compactionHeader: string
   readonly maxBodyBytes: number
-  /** Nesting deeper than this is refused before parsing: JSON.stringify fails near 10,000. */
-  readonly maxDepth?: number
 }
 
 export interface AppDeps extends PipelineDeps {
@@ -42,12 +36,10 @@ export function createApp(deps: AppDeps): Hono {
 
   app.post('/v1/chat/completions', async (c) => {
     const rawBody = await readBody(c, deps.options.maxBodyBytes)
-    const request = parseChatBody(rawBody, deps.options.maxDepth ?? 512)
     const reply = await handleChat(
       {
-        request,
         rawBody,
-        identity: identify(c.req.raw.headers, request, deps.options.sessionSources),
+        clientHeaders: c.req.raw.headers,
         compactionSignal: c.req.header(deps.options.compactionHeader),
         headers: requestHeadersForUpstream(c.req.raw.headers),
         signal: c.req.raw.signal,
@@ -88,43 +80,6 @@ function tooLarge(maxBytes: number): LembasError {
     'body_too_large',
     `the request body is over the limit of ${maxBytes} bytes (--max-body-mb)`,
   )
-}
-
-function parseChatBody(text: string, maxDepth: number) {
-  if (nestingDepth(text) > maxDepth) {
-    throw new LembasError('invalid_request', `the request nests deeper than ${maxDepth} levels`)
-  }
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    throw new LembasError(
-      'invalid_request',
-      `the body is not valid JSON: ${(error as Error).message}`,
-    )
-  }
-  const checked = checkChatRequest(json)
-  if (!checked.ok)
-    throw new LembasError('invalid_request', `not a chat completions request: ${checked.message}`)
-  return checked.value
-}
-
-/** Bracket depth outside strings; one pass over the text, no parse. */
-export function nestingDepth(text: string): number {
-  let depth = 0
-  let max = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (inString) {
-      if (code === 92)
-        i++ // backslash: skip the escaped character
-      else if (code === 34) inString = false
-    } else if (code === 34) inString = true
-    else if (code === 123 || code === 91) max = Math.max(max, ++depth)
-    else if (code === 125 || code === 93) depth--
-  }
-  return max
 }
 
 function toResponse(reply: Reply, passthroughEncoding = false): Response {

@@ -16,12 +16,12 @@ export interface Answer {
  * up to max_rounds; the client gets the rest of the answer, and the whole exchange is recorded.
  */
 export async function completeChat(turn: Turn): Promise<Answer> {
-  let messages = turn.body.messages
+  let extra: ChatMessage[] = []
   const hidden: ChatMessage[] = []
   const texts: string[] = []
   let usage: unknown
   for (let round = 0; ; round++) {
-    const response = await sendChat(turn, { ...turn.body, messages })
+    const response = await sendChat(turn, extra)
     const raw = await response.body.text()
     const answer = { status: response.status, headers: response.headers, body: raw }
     const parsed = response.status === 200 ? parseJson(raw) : undefined
@@ -44,7 +44,7 @@ export async function completeChat(turn: Turn): Promise<Answer> {
       turn.log.info('recall-answered', { calls: recalls.length, round: round + 1 })
       const lastRound = round + 1 >= (turn.recall?.maxRounds ?? 1)
       if (visibleCalls.length === 0 && !lastRound) {
-        messages = [...messages, upstreamMessage, ...answers]
+        extra = [...extra, upstreamMessage, ...answers]
         continue
       }
     } else {

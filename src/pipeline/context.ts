@@ -2,13 +2,17 @@ import type { ContextRules } from '../context/index.js'
 import type { Logger } from '../log.js'
 import type { Store } from '../store/store.js'
 import type { Upstream } from '../upstream/index.js'
-import type { ChatRequest, ToolCall } from '../wire/chat.js'
+import type { ChatMessage, ChatRequest, ToolCall } from '../wire/chat.js'
 import type { SessionRef } from './history.js'
 import type { RecallSetup } from './recall.js'
+import { bodyText, type UpstreamBody } from './upstream-body.js'
 
 /** Everything one chat request's upstream exchange needs. */
 export interface Turn {
-  readonly body: ChatRequest
+  /** The client's request fields (stream, stream_options, …). */
+  readonly request: ChatRequest
+  /** What goes upstream; recall rounds append to its messages. */
+  readonly body: UpstreamBody
   readonly headers: Record<string, string>
   readonly session: SessionRef
   readonly signal: AbortSignal
@@ -24,12 +28,13 @@ export function isRecallCall(turn: Turn, call: Pick<ToolCall, 'function'>): bool
   return turn.recall !== null && call.function.name === turn.recall.name
 }
 
-export function sendChat(turn: Turn, body: ChatRequest) {
+/** Sends the turn's body, with the messages of earlier recall rounds appended. */
+export function sendChat(turn: Turn, extra: readonly ChatMessage[] = []) {
   return turn.upstream.send({
     method: 'POST',
     path: '/chat/completions',
     headers: { ...turn.headers, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+    body: bodyText(turn.body, extra),
     signal: turn.signal,
   })
 }

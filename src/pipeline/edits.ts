@@ -2,7 +2,8 @@ import type { PatchHunk, Replacement } from '../tools/index.js'
 
 /**
  * Applies an edit's replacements to a file's content, as the agent's tool did; undefined when
- * they do not apply (the text is not there, or not once where the tool needs it once).
+ * they do not apply (the text is not there, or not once where the tool needs it once; a line
+ * past the end).
  */
 export function applyReplacements(
   content: string,
@@ -10,7 +11,10 @@ export function applyReplacements(
 ): string | undefined {
   let out = content
   for (const replacement of replacements) {
-    const next = replaceOnce(out, replacement.old, replacement.new, replacement.all)
+    const next =
+      'insert' in replacement
+        ? insertLines(out, replacement.at, replacement.insert)
+        : replaceOnce(out, replacement.old, replacement.new, replacement.all)
     if (next === undefined) return undefined
     out = next
   }
@@ -27,13 +31,47 @@ export function undoReplacements(
 ): string | undefined {
   let out = after
   for (let i = replacements.length - 1; i >= 0; i--) {
-    const { old: oldText, new: newText, all } = replacements[i]!
+    const replacement = replacements[i]!
+    if ('insert' in replacement) {
+      const next = removeLines(out, replacement.at, replacement.insert)
+      if (next === undefined) return undefined
+      out = next
+      continue
+    }
+    const { old: oldText, new: newText, all } = replacement
     if (all || newText === '') return undefined // where they stood cannot be told from the result
     const next = replaceOnce(out, newText, oldText, false)
     if (next === undefined) return undefined
     out = next
   }
   return applyReplacements(out, replacements) === after ? out : undefined
+}
+
+/**
+ * Inserts text as lines after the first `at` lines, as OpenHands, Goose and Cline 4 do: the text
+ * split on "\n" (a final "\n" in it gives an empty line), the file's final newline kept.
+ */
+function insertLines(content: string, at: number, text: string): string | undefined {
+  const { lines, newline } = splitLines(content)
+  if (at > lines.length) return undefined
+  lines.splice(at, 0, ...text.split('\n'))
+  return lines.join('\n') + (newline ? '\n' : '')
+}
+
+/** The inverse of insertLines: the inserted lines taken out where they stand. */
+function removeLines(content: string, at: number, text: string): string | undefined {
+  const { lines, newline } = splitLines(content)
+  const inserted = text.split('\n')
+  if (!inserted.every((line, i) => lines[at + i] === line)) return undefined
+  lines.splice(at, inserted.length)
+  return lines.length === 0 ? '' : lines.join('\n') + (newline ? '\n' : '')
+}
+
+/** A file's lines; an empty file takes a newline after inserted text, as the tools write it. */
+function splitLines(content: string): { lines: string[]; newline: boolean } {
+  if (content === '') return { lines: [], newline: true }
+  const newline = content.endsWith('\n')
+  return { lines: (newline ? content.slice(0, -1) : content).split('\n'), newline }
 }
 
 function replaceOnce(content: string, from: string, to: string, all: boolean): string | undefined {

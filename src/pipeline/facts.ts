@@ -1,6 +1,12 @@
 import { posix } from 'node:path'
 import { sha256Hex, type FileChange, type SemanticCall } from '../context/index.js'
-import { shownLines, type Classified, type PatchFile, type Profile } from '../tools/index.js'
+import {
+  shownLines,
+  type Classified,
+  type JsonResult,
+  type PatchFile,
+  type Profile,
+} from '../tools/index.js'
 import type { FileSnapshot, Workspace } from '../workspace/index.js'
 import { applyHunks, applyReplacements, undoHunks, undoReplacements } from './edits.js'
 
@@ -33,11 +39,15 @@ const SHELL_FAILURE = /^(cat|sed|head|nl|tail): /
  */
 export async function resultFacts(
   classified: Classified,
-  text: string,
+  fullText: string,
   profile: Profile,
   workspace: Workspace | undefined,
   views: FileViews,
 ): Promise<Facts> {
+  // Cline 4 answers in JSON: the tool's own answer is inside, and a failure says so there.
+  const json = 'json' in classified ? classified.json : undefined
+  const text = json ? jsonAnswer(fullText, json) : fullText
+  if (text === undefined) return { call: { kind: 'other' } }
   // An agent's own placeholder is shown as it is, with an id: never a read, never a target.
   if (profile.agentStubs.some((stub) => stub.test(text.trimStart())))
     return { call: { kind: 'other' } }
@@ -72,20 +82,27 @@ async function readFacts(
   if (body === undefined || SHELL_FAILURE.test(body)) return { call: { kind: 'other' } }
   if (profile.failures.some((failure) => failure.test(body.trimStart())))
     return { call: { kind: 'other' } }
-  const shown = shownLines(body, profile.envelopes)
+  // A shell's `cat -n` never numbers the empty string after a final newline: its last line is real.
+  const shown = shownLines(body, classified.shell ? [] : profile.envelopes, {
+    realFinalEmpty: classified.shell === true || classified.realFinalEmpty === true,
+  })
   if (shown.kind === 'list') {
     return {
       call: { kind: 'listing', group: 'list', name: 'read', args: { path: classified.path } },
     }
   }
+  if (shown.garbled) return { call: { kind: 'other' } } // numbered, but not lines it can place
   const start = shown.start ?? classified.start
   const end = start + shown.lines.length - 1
   const snapshot = await workspace?.read(classified.path)
   if (snapshot) {
     const fileLines = linesOf(snapshot.content)
+    // Nothing shown matches only an empty file that the result says is empty.
     const matches =
-      end <= fileLines.length &&
-      shown.lines.every((line, i) => sameLine(line, fileLines[start - 1 + i]))
+      shown.lines.length === 0
+        ? shown.total === 0 && fileLines.length === 0
+        : end <= fileLines.length &&
+          shown.lines.every((line, i) => sameLine(line, fileLines[start - 1 + i]))
     if (matches) {
       return {
         call: {
@@ -100,17 +117,19 @@ async function readFacts(
       }
     }
   }
-  if (shown.lines.length === 0) return { call: { kind: 'other' } } // nothing shown, nothing known
+  // Nothing shown, nothing known: unless the result says the file is empty.
+  if (shown.lines.length === 0 && shown.total !== 0) return { call: { kind: 'other' } }
   const absPath = snapshot?.absPath ?? blindAbsPath(classified.path)
   // Blind, the result shows the whole file when it says so, or when the call asked for no
   // range and got fewer lines than an agent's window (2000): nothing was cut.
   const whole =
     !snapshot &&
+    !shown.cut &&
     start === 1 &&
     (shown.total !== undefined
       ? end === shown.total
       : classified.end === undefined && shown.lines.length < 2000)
-  const content = shown.lines.join('\n') + '\n'
+  const content = shown.lines.length === 0 ? '' : shown.lines.join('\n') + '\n'
   return {
     call: {
       kind: 'read',
@@ -146,8 +165,13 @@ async function changeFacts(
   const absPaths = paths.map((path, i) => snapshots[i]?.absPath ?? blindAbsPath(path))
   // A failed edit changed nothing: its error text stays, with its id.
   if (!success) return { call: { kind: 'other' } }
-  const note = success.match?.groups?.note?.trim() || undefined
   const fallback: Facts = { call: { kind: 'other', touches: absPaths } }
+  // Changed, but not as the call alone says (the user edited it): touched, not derived.
+  if (success.rule.opaque) return fallback
+  const groups = success.match?.groups ?? {}
+  const note = noteOf(groups.note, success.rule.noteJson === true)
+  // The content after as the answer states it, for a change of one file.
+  const stated = paths.length === 1 ? statedContent(groups.after) : undefined
 
   const changes: FileChange[] = []
   const files = classified.kind === 'patch' ? classified.files : [undefined]
@@ -155,15 +179,14 @@ async function changeFacts(
     const path = paths[i]!
     const absPath = absPaths[i]!
     const snapshot = snapshots[i]
-    const change = await fileChange(
-      classified,
-      file,
+    const change = await fileChange(classified, file, {
       path,
       absPath,
       snapshot,
-      success.rule.created === true,
+      created: success.rule.created === true,
+      stated,
       views,
-    )
+    })
     if (!change) return fallback
     changes.push(change)
   }
@@ -181,14 +204,21 @@ async function changeFacts(
   return { call, views: newViews }
 }
 
+interface ChangeContext {
+  readonly path: string
+  readonly absPath: string
+  readonly snapshot: FileSnapshot | undefined
+  /** The answer says the file is new. */
+  readonly created: boolean
+  /** The file's content after the change, as the answer states it. */
+  readonly stated: string | undefined
+  readonly views: FileViews
+}
+
 async function fileChange(
   classified: Extract<Classified, { kind: 'edit' | 'write' | 'patch' }>,
   file: PatchFile | undefined,
-  path: string,
-  absPath: string,
-  snapshot: FileSnapshot | undefined,
-  created: boolean,
-  views: FileViews,
+  { path, absPath, snapshot, created, stated, views }: ChangeContext,
 ): Promise<FileChange | undefined> {
   const base = { path: file?.op === 'update' && file.moveTo ? file.moveTo : path, absPath }
   const view = () => views.content(absPath)
@@ -196,7 +226,7 @@ async function fileChange(
     return { ...base, before: null, after: snapshot?.content ?? file.content, ...shaOf(snapshot) }
   if (file?.op === 'delete') return snapshot ? undefined : { ...base, before: '', after: null }
   if (classified.kind === 'write') {
-    const after = snapshot?.content ?? classified.content
+    const after = snapshot?.content ?? stated ?? classified.content
     if (after === undefined) return undefined
     const before = created ? null : await view()
     return before === undefined ? undefined : { ...base, before, after, ...shaOf(snapshot) }
@@ -207,13 +237,22 @@ async function fileChange(
       : file?.op === 'update'
         ? applyHunks(content, file.hunks)
         : undefined
+  const undo = (content: string) =>
+    classified.kind === 'edit'
+      ? undoReplacements(content, classified.replacements)
+      : file?.op === 'update'
+        ? undoHunks(content, file.hunks)
+        : undefined
+  if (classified.kind === 'edit' && created) {
+    // An edit that made the file (Crush's edit with an empty old_string): its new text is all.
+    const [only, ...more] = classified.replacements
+    const made =
+      only && 'old' in only && only.old === '' && more.length === 0 ? only.new : undefined
+    const after = snapshot?.content ?? stated ?? made
+    return after === undefined ? undefined : { ...base, before: null, after, ...shaOf(snapshot) }
+  }
   if (snapshot) {
-    const undone =
-      classified.kind === 'edit'
-        ? undoReplacements(snapshot.content, classified.replacements)
-        : file?.op === 'update'
-          ? undoHunks(snapshot.content, file.hunks)
-          : undefined
+    const undone = undo(snapshot.content)
     const viewed = undone === undefined ? await view() : undefined
     const before =
       undone ?? (viewed !== undefined && redo(viewed) === snapshot.content ? viewed : undefined)
@@ -221,9 +260,43 @@ async function fileChange(
       ? undefined
       : { ...base, before, after: snapshot.content, sha256: snapshot.sha256 }
   }
-  const before = await view()
-  const after = before === undefined ? undefined : redo(before)
-  return before === undefined || after === undefined ? undefined : { ...base, before, after }
+  const viewed = await view()
+  if (stated !== undefined) {
+    // The answer's content is the file now, a formatter's or the user's changes included.
+    const before = viewed ?? undo(stated)
+    return before === undefined ? undefined : { ...base, before, after: stated }
+  }
+  const after = viewed === undefined ? undefined : redo(viewed)
+  return viewed === undefined || after === undefined
+    ? undefined
+    : { ...base, before: viewed, after }
+}
+
+/** The note kept after the diff: trimmed, decoded when it is the inside of a JSON string. */
+function noteOf(raw: string | undefined, json: boolean): string | undefined {
+  if (raw === undefined) return undefined
+  let text = raw
+  if (json) {
+    try {
+      text = JSON.parse(`"${raw}"`) as string
+    } catch {
+      return undefined
+    }
+  }
+  return text.trim() || undefined
+}
+
+/**
+ * A file's whole content as an answer states it: raw, or numbered from line 1 (forks of Cline
+ * number it); unknown when it is numbered in a way that does not run on.
+ */
+function statedContent(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined
+  if (raw === '') return ''
+  const shown = shownLines(raw, [], { realFinalEmpty: true })
+  if (shown.garbled || (shown.start !== undefined && shown.start !== 1)) return undefined
+  if (shown.start === undefined) return raw.endsWith('\n') ? raw : raw + '\n'
+  return shown.lines.join('\n') + '\n'
 }
 
 function patchPath(file: PatchFile): string {
@@ -242,8 +315,8 @@ function viewOf(snapshot: FileSnapshot): FileView {
 function shellOutput(text: string, profile: Profile): string | undefined {
   for (const envelope of profile.shellEnvelopes) {
     if (!envelope.any.test(text)) continue
-    // A wrapper of a failed run must not pass for file content.
-    return envelope.success.exec(text)?.groups?.body
+    // A wrapper of a failed (or cut) run must not pass for file content.
+    return envelope.success?.exec(text)?.groups?.body
   }
   const structured = structuredShellOutput(text)
   return structured === null ? text : structured
@@ -260,6 +333,33 @@ function structuredShellOutput(text: string): string | undefined | null {
   } catch {
     return null
   }
+}
+
+/**
+ * The tool's answer inside a JSON result (Cline 4: `{query, result, success}`, or an array of
+ * one such entry per item); undefined when it failed or is not that shape.
+ */
+function jsonAnswer(text: string, json: JsonResult): string | undefined {
+  const entry = jsonEntry(text, json.list === true)
+  if (!entry || !(json.ok in entry)) return json.maybe ? text : undefined
+  const answer = entry[json.text]
+  return entry[json.ok] === true && typeof answer === 'string' ? answer : undefined
+}
+
+function jsonEntry(text: string, list: boolean): Record<string, unknown> | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (list) {
+    if (!Array.isArray(value) || value.length !== 1) return undefined
+    value = value[0]
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined
 }
 
 function linesOf(content: string): string[] {

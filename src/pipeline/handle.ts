@@ -1,31 +1,25 @@
-import type { ContextRules } from '../context/index.js'
-import { LembasError } from '../errors.js'
 import type { Logger } from '../log.js'
-import { shortHash, type Identity } from '../session/identity.js'
-import { signalledSummary, summaryIndices } from '../session/compaction.js'
-import type { Store } from '../store/store.js'
-import type { Profile } from '../tools/index.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
-import { contentText, type ChatMessage, type ChatRequest } from '../wire/chat.js'
-import type { Workspace } from '../workspace/index.js'
 import { completeChat } from './complete.js'
 import { sendChat, type Turn } from './context.js'
-import { findSession, rebuildHistory } from './history.js'
-import type { RecallSetup } from './recall.js'
+import { prepareChat, type PrepareDeps } from './prepare.js'
 import { streamChat } from './stream.js'
+import { bodyText } from './upstream-body.js'
 
-export interface PipelineDeps {
-  readonly store: Store
+export interface PipelineDeps extends PrepareDeps {
   readonly upstream: Upstream
-  readonly workspace?: Workspace | undefined
-  readonly rules: ContextRules
-  readonly profile: Profile
-  readonly promptBlock: string
-  readonly recall: RecallSetup
   readonly log: Logger
-  /** After a compaction without a session id, a session active this recently continues. */
-  readonly continueWithinMs: number
-  readonly now?: () => number
+  /** Sees each chat request as received and as sent upstream (`--record`). */
+  readonly recorder?: Recorder | undefined
+}
+
+/** Where `--record` writes: the client's body and the upstream body, per request. */
+export interface Recorder {
+  record(entry: {
+    readonly session: string | undefined
+    readonly received: string
+    readonly sent: string
+  }): void
 }
 
 /** A reply for the HTTP layer: a whole body, an SSE stream, or the upstream's own response. */
@@ -44,10 +38,11 @@ export type Reply =
   | { readonly kind: 'upstream'; readonly response: UpstreamResponse }
 
 export interface ChatInput {
-  readonly request: ChatRequest
-  /** The client's bytes, forwarded as they are when there is nothing to rewrite. */
+  /** The client's body, as it came. */
   readonly rawBody: string
-  readonly identity: Identity
+  /** The client's headers: identity, session and compaction signals. */
+  readonly clientHeaders: Headers
+  /** The headers that go upstream (allowlisted). */
   readonly headers: Record<string, string>
   readonly signal: AbortSignal
   /** The compaction header's value, when the client sent it. */
@@ -59,9 +54,14 @@ export interface ChatInput {
  * sent, new ones rendered and stored), add recall, forward, and answer recall calls.
  */
 export async function handleChat(input: ChatInput, deps: PipelineDeps): Promise<Reply> {
-  const { request } = input
-  const tools = request.tools ?? []
-  if (tools.length === 0) {
+  const started = Date.now()
+  const prepared = await prepareChat(
+    input.rawBody,
+    input.clientHeaders,
+    input.compactionSignal,
+    deps,
+  )
+  if (prepared.kind === 'plain') {
     // A plain chat: no tools, so no tool results to shape and no recall to offer.
     const response = await deps.upstream.send({
       method: 'POST',
@@ -72,74 +72,37 @@ export async function handleChat(input: ChatInput, deps: PipelineDeps): Promise<
     })
     return { kind: 'upstream', response }
   }
-  const clientHasRecall = tools.some((tool) => tool.function?.name === deps.recall.name)
-  if (clientHasRecall)
+  const { request, session } = prepared
+  if (!prepared.recall) {
     deps.log.warn('recall-left-to-client', {
       reason: `the client defines a tool named ${deps.recall.name}`,
     })
-
-  const started = Date.now()
-  const continuity = {
-    summaries: summaryIndices(
-      request.messages,
-      deps.profile.compaction,
-      signalledSummary(input.compactionSignal, request.messages),
-    ),
-    systemKey: systemKey(request.messages, deps.profile),
-    withinMs: deps.continueWithinMs,
-    now: (deps.now ?? Date.now)(),
   }
-  const session = await findSession(request.messages, input.identity, deps.store, continuity)
-  const rebuilt = await rebuildHistory(request.messages, tools, session, deps, continuity)
-  const body: ChatRequest = {
-    ...request,
-    messages: rebuilt.messages,
-    tools: clientHasRecall ? tools : [...tools, deps.recall.tool],
-  }
+  deps.recorder?.record({
+    session: session.scope,
+    received: input.rawBody,
+    sent: bodyText(prepared.body),
+  })
   deps.log.info('request', {
     session: session.scope,
-    messages: request.messages.length,
-    ...rebuilt.stats,
+    ...prepared.stats,
     stream: request.stream === true,
     rebuild_ms: Date.now() - started,
   })
   const turn: Turn = {
-    body,
+    request,
+    body: prepared.body,
     headers: input.headers,
     session,
     signal: input.signal,
-    recall: clientHasRecall ? null : deps.recall,
+    recall: prepared.recall ? deps.recall : null,
     upstream: deps.upstream,
     store: deps.store,
     rules: deps.rules,
     log: deps.log,
   }
   if (request.stream !== true) return { kind: 'text', ...(await completeChat(turn)) }
-  const first = await sendChat(turn, body)
+  const first = await sendChat(turn)
   if (first.status !== 200) return { kind: 'upstream', response: first }
   return { kind: 'sse', headers: first.headers, events: streamChat(turn, first) }
-}
-
-/** The system prompt's fingerprint, cut before a summary an agent put into it (Continue). */
-function systemKey(messages: readonly ChatMessage[], profile: Profile): string {
-  const system = messages.find((message) => message.role === 'system')
-  let text = system ? contentText(system.content) : ''
-  for (const marker of profile.compaction) {
-    if (marker.role !== 'system') continue
-    const at = text.search(marker.pattern)
-    if (at >= 0) text = text.slice(0, at)
-  }
-  return shortHash(text)
-}
-
-/** JSON.stringify throws on very deep nesting; such a body is the client's error, not ours. */
-export function assertSerializable(value: unknown): void {
-  try {
-    JSON.stringify(value)
-  } catch (error) {
-    throw new LembasError(
-      'invalid_request',
-      `the request cannot be forwarded: ${(error as Error).message}`,
-    )
-  }
 }

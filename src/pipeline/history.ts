@@ -53,9 +53,22 @@ export interface HistoryStats {
   compactions: number
 }
 
+/**
+ * What the rebuild knows at the end of a message list: enough to go on from there with only the
+ * messages a later request appends (see splice.ts).
+ */
+export interface HistoryState {
+  readonly table: DedupeTable
+  readonly views: ReadonlyMap<string, { readonly sha256: string }>
+  readonly lastToolKey: string | undefined
+  /** The tool calls of the last assistant message: a later tool message may answer one. */
+  readonly calls: ReadonlyMap<string, ToolCall>
+}
+
 export interface Rebuilt {
   readonly messages: ChatMessage[]
   readonly stats: HistoryStats
+  readonly state: HistoryState
 }
 
 /** How a session that compacted without an explicit id is found again. */
@@ -145,6 +158,7 @@ export async function rebuildHistory(
   session: SessionRef,
   deps: HistoryDeps,
   continuity: Continuity,
+  start?: HistoryState,
 ): Promise<Rebuilt> {
   const tools: Slot[] = []
   const assistants: Slot[] = []
@@ -173,7 +187,7 @@ export async function rebuildHistory(
   const stillFresh = tools.filter((slot) => !toolRecords.has(slot.key))
   const written =
     stillFresh.length > 0
-      ? await renderFresh(messages, definitions, stillFresh, toolRecords, session, deps)
+      ? await renderFresh(messages, definitions, stillFresh, toolRecords, session, deps, start)
       : new Map<string, ToolRecord>()
   for (const [key, record] of written) toolRecords.set(key, record)
 
@@ -182,7 +196,15 @@ export async function rebuildHistory(
     scope === undefined
       ? new Map<number, string>()
       : await compactionTables(messages, continuity.summaries, scope, deps.store, deps.rules)
-  const rebuilt = assemble(messages, toolRecords, hiddenRecords, tables, deps, stillFresh.length)
+  const rebuilt = assemble(
+    messages,
+    toolRecords,
+    hiddenRecords,
+    tables,
+    deps,
+    stillFresh.length,
+    start,
+  )
   if (scope !== undefined)
     await rememberSession(
       messages,
@@ -279,6 +301,7 @@ async function renderFresh(
   known: ReadonlyMap<string, ToolRecord>,
   session: SessionRef,
   deps: HistoryDeps,
+  start: HistoryState | undefined,
 ): Promise<Map<string, ToolRecord>> {
   const scope = session.ensure()
   // A tool message whose call id the session knows, with other content, is the client's own
@@ -310,15 +333,15 @@ async function renderFresh(
   const rewritten = new Set(
     fresh.filter((_, i) => earlier[i] !== undefined).map((slot) => slot.key),
   )
-  const calls = toolCallsById(messages)
+  const calls = new Map([...(start?.calls ?? []), ...toolCallsById(messages)])
   const definitions = definitionsByName(tools)
   const freshIndex = new Map(fresh.map((slot, i) => [slot.index, i]))
-  let previousKey: string | undefined
+  let previousKey = start?.lastToolKey
 
   // In message order: the dedupe table and the file views are what this request carries
   // before each result. Views hold a file's content as the request last showed it.
-  const table = new DedupeTable()
-  const views = new Map<string, { sha256: string; content?: string }>()
+  const table = start?.table.clone() ?? new DedupeTable()
+  const views = new Map<string, { sha256: string; content?: string }>(start?.views ?? [])
   const fileViews: FileViews = {
     async content(absPath) {
       const view = views.get(absPath)
@@ -417,11 +440,16 @@ function assemble(
   tables: ReadonlyMap<number, string>,
   deps: HistoryDeps,
   newResults: number,
+  start: HistoryState | undefined,
 ): Rebuilt {
   const stats: HistoryStats = { newResults, stubs: 0, restoredExchanges: 0, compactions: 0 }
-  const table = new DedupeTable()
+  const table = start?.table.clone() ?? new DedupeTable()
+  const views = new Map(start?.views ?? [])
+  let lastToolKey = start?.lastToolKey
+  let calls: ReadonlyMap<string, ToolCall> = start?.calls ?? new Map()
   const out: ChatMessage[] = []
-  let blockPlaced = false
+  // Going on from a known history: its system prompt already carries the block.
+  let blockPlaced = start !== undefined
   for (const [index, message] of messages.entries()) {
     const summaryTable = tables.get(index)
     if (summaryTable !== undefined) stats.compactions++
@@ -431,8 +459,10 @@ function assemble(
       out.push(after(withPromptBlock(message, deps.promptBlock)))
       blockPlaced = true
     } else if (message.role === 'tool') {
-      const record = toolRecords.get(toolMessageKey(message))
+      lastToolKey = toolMessageKey(message)
+      const record = toolRecords.get(lastToolKey)
       if (!record) throw new Error('a tool message was left without a rendering')
+      for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
       const shown = addShown(table, record)
       if (shown.stub) stats.stubs++
       out.push(after({ ...message, content: shown.content }))
@@ -447,7 +477,8 @@ function assemble(
     } else out.push(message)
   }
   if (!blockPlaced) out.unshift({ role: 'system', content: deps.promptBlock })
-  return { messages: out, stats }
+  for (const message of messages) if (message.tool_calls?.length) calls = toolCallsById([message])
+  return { messages: out, stats, state: { table, views, lastToolKey, calls } }
 }
 
 /** The block goes once at the end of the first system message: the same bytes every time. */

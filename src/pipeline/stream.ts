@@ -149,14 +149,14 @@ function hasContent(delta: Record<string, unknown>): boolean {
  * checked to be a 200). Ends with one [DONE]; an upstream failure mid-way becomes an error event.
  */
 export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGenerator<string> {
-  let messages = turn.body.messages
+  let extra: ChatMessage[] = []
   let response = first
   const hidden: ChatMessage[] = []
   const texts: string[] = []
   let usage: unknown
   let chunkId: string | undefined
   let firstChunkId: string | undefined
-  const includeUsage = turn.body.stream_options?.include_usage === true
+  const includeUsage = turn.request.stream_options?.include_usage === true
   try {
     for (let round = 0; ; round++) {
       const state = new Round(turn, chunkId)
@@ -203,9 +203,9 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
         turn.log.info('recall-answered', { calls: recalls.length, round: round + 1, stream: true })
         const lastRound = round + 1 >= (turn.recall?.maxRounds ?? 1)
         if (visibleCalls.length === 0 && !lastRound) {
-          messages = [...messages, upstreamMessage, ...answers]
+          extra = [...extra, upstreamMessage, ...answers]
           chunkId = firstChunkId
-          response = await sendChat(turn, { ...turn.body, messages })
+          response = await sendChat(turn, extra)
           if (response.status !== 200) {
             const detail = (await response.body.text()).slice(0, 500)
             throw new LembasError(

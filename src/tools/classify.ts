@@ -1,27 +1,36 @@
 import type { ToolDefinition } from '../wire/chat.js'
-import type { EditArgs, Profile, RangeRule, ToolRule } from './define-profile.js'
+import type { EditArgs, JsonResult, Profile, RangeRule, ToolRule } from './define-profile.js'
 import { parsePatch, type PatchFile } from './patch.js'
 import { shellCall } from './shell.js'
 
-/** One old/new replacement of an edit. */
-export interface Replacement {
-  readonly old: string
-  readonly new: string
-  readonly all: boolean
+/** One change of an edit: old text replaced by new, or text inserted after `at` lines (0 = top). */
+export type Replacement =
+  | { readonly old: string; readonly new: string; readonly all: boolean }
+  | { readonly insert: string; readonly at: number }
+
+/** Where a change's result is JSON around the tool's answer (Cline 4). */
+interface JsonWrapped {
+  readonly json?: JsonResult
 }
 
 /** What a tool call is, by its name and arguments; lines are 1-based inclusive. */
 export type Classified =
-  | {
+  | ({
       readonly kind: 'read'
       readonly path: string
       readonly start: number
       readonly end?: number
       readonly shell?: boolean
-    }
-  | { readonly kind: 'edit'; readonly path: string; readonly replacements: readonly Replacement[] }
-  | { readonly kind: 'write'; readonly path: string; readonly content?: string }
-  | { readonly kind: 'patch'; readonly files: readonly PatchFile[] }
+      /** A final empty numbered line is a line of the file (see ToolRule.realFinalEmpty). */
+      readonly realFinalEmpty?: boolean
+    } & JsonWrapped)
+  | ({
+      readonly kind: 'edit'
+      readonly path: string
+      readonly replacements: readonly Replacement[]
+    } & JsonWrapped)
+  | ({ readonly kind: 'write'; readonly path: string; readonly content?: string } & JsonWrapped)
+  | ({ readonly kind: 'patch'; readonly files: readonly PatchFile[] } & JsonWrapped)
   | {
       readonly kind: 'list' | 'glob' | 'grep' | 'search'
       readonly name: string
@@ -39,49 +48,104 @@ export function classifyCall(
 ): Classified {
   const args = parseArguments(argumentsJson)
   if (!args) return OTHER
+  // Where agents share a read tool's name and path argument (Cline's and Roo's read_file), the
+  // rule whose range arguments the call gives wins; without any, the first rule that fits.
+  let unranged: Classified | undefined
   for (const rule of profile.tools) {
     if (!rule.names.includes(name) || !matchesWhen(rule, args)) continue
     const classified = classifyWith(rule, name, args, definitions.get(name))
-    if (classified) return classified
+    if (!classified) continue
+    if (classified.ranged !== false) return classified.call
+    unranged ??= classified.call
   }
-  return OTHER
+  return unranged ?? OTHER
+}
+
+interface RuleReading {
+  readonly call: Classified
+  /** A read: whether the rule found its range arguments in the call. */
+  readonly ranged?: boolean
 }
 
 /** The rule's reading of the arguments, or undefined when they are not its shape. */
 function classifyWith(
   rule: ToolRule,
   name: string,
-  args: Record<string, unknown>,
+  callArgs: Record<string, unknown>,
   definition: ToolDefinition | undefined,
-): Classified | undefined {
+): RuleReading | undefined {
+  const args = rule.item === undefined ? callArgs : onlyItem(callArgs[rule.item])
+  if (!args) return undefined
   const path = firstString(args, rule.path ?? [])
+  const json = rule.json ? { json: rule.json } : {}
+  const reading = (call: Classified): RuleReading => ({ call })
   switch (rule.kind) {
-    case 'read':
-      return path === undefined
-        ? undefined
-        : { kind: 'read', path, ...lineRange(rule.range ?? [], args, definition) }
+    case 'read': {
+      if (path === undefined) return undefined
+      const range = lineRange(rule.range ?? [], args, definition)
+      const call: Classified = {
+        kind: 'read',
+        path,
+        start: range.start,
+        ...(range.end === undefined ? {} : { end: range.end }),
+        ...(rule.realFinalEmpty ? { realFinalEmpty: true } : {}),
+        ...json,
+      }
+      return { call, ranged: range.ranged }
+    }
     case 'edit': {
       if (path === undefined) return undefined
       const replacements = replacementsOf(rule.edit ?? [], args)
-      return replacements ? { kind: 'edit', path, replacements } : { kind: 'write', path }
+      if (replacements) return reading({ kind: 'edit', path, replacements, ...json })
+      const content = firstString(args, rule.content ?? [])
+      return reading({
+        kind: 'write',
+        path,
+        ...(content === undefined ? {} : { content }),
+        ...json,
+      })
     }
     case 'write': {
       if (path === undefined) return undefined
       const content = firstString(args, rule.content ?? [])
-      return content === undefined ? { kind: 'write', path } : { kind: 'write', path, content }
+      return reading({
+        kind: 'write',
+        path,
+        ...(content === undefined ? {} : { content }),
+        ...json,
+      })
     }
     case 'patch': {
       const text = firstString(args, rule.patch ?? [])
       const files = text === undefined ? undefined : parsePatch(text)
-      return files && files.length > 0 ? { kind: 'patch', files } : undefined
+      return files && files.length > 0 ? reading({ kind: 'patch', files, ...json }) : undefined
     }
     case 'shell': {
-      const command = args[rule.command?.find((arg) => args[arg] !== undefined) ?? '']
-      return shellCall(command)
+      const command = rule.commands
+        ? onlyCommand(args[rule.commands.find((arg) => args[arg] !== undefined) ?? ''])
+        : args[rule.command?.find((arg) => args[arg] !== undefined) ?? '']
+      const call = shellCall(command)
+      return reading(call.kind === 'read' ? { ...call, ...json } : call)
     }
     default:
-      return { kind: rule.kind, name, args }
+      return reading({ kind: rule.kind, name, args })
   }
+}
+
+/** The one object of a list of one (Cline 4's `files`); a longer list is not one call's file. */
+function onlyItem(value: unknown): Record<string, unknown> | undefined {
+  if (!Array.isArray(value) || value.length !== 1) return undefined
+  const [item] = value as unknown[]
+  return typeof item === 'object' && item !== null && !Array.isArray(item)
+    ? (item as Record<string, unknown>)
+    : undefined
+}
+
+/** The one command of a list of one (Cline 4's `commands`), as a string. */
+function onlyCommand(value: unknown): string | undefined {
+  return Array.isArray(value) && value.length === 1 && typeof value[0] === 'string'
+    ? value[0]
+    : undefined
 }
 
 function replacementsOf(
@@ -89,6 +153,14 @@ function replacementsOf(
   args: Record<string, unknown>,
 ): Replacement[] | undefined {
   for (const shape of shapes) {
+    if ('insert' in shape) {
+      const text = args[shape.insert]
+      const line = wholeNumber(args[shape.line])
+      if (typeof text !== 'string' || line === undefined) continue
+      const at = shape.base === 'after' ? line : line - 1
+      if (at < 0) continue // Goose counts negative lines from the end: not derivable here
+      return [{ insert: text, at }]
+    }
     if ('blocks' in shape) {
       const blocks =
         typeof args[shape.blocks] === 'string'
@@ -143,11 +215,12 @@ function matchesWhen(rule: ToolRule, args: Record<string, unknown>): boolean {
   return !rule.when || rule.when.equals.includes(String(args[rule.when.arg]))
 }
 
+/** The lines asked for; `ranged` says whether the call gave one of the rules' range arguments. */
 function lineRange(
   rules: readonly RangeRule[],
   args: Record<string, unknown>,
   definition: ToolDefinition | undefined,
-): { start: number; end?: number } {
+): { start: number; end?: number; ranged: boolean } {
   for (const rule of rules) {
     if ('offset' in rule) {
       const offset = wholeNumber(args[rule.offset])
@@ -155,26 +228,28 @@ function lineRange(
       if (offset === undefined && limit === undefined) continue
       const base = rule.base === 'schema' ? schemaBase(definition, rule.offset) : rule.base
       const start = Math.max(1, (offset ?? base) + (1 - base))
-      return limit === undefined ? { start } : { start, end: start + Math.max(0, limit) - 1 }
+      return limit === undefined
+        ? { start, ranged: true }
+        : { start, end: start + Math.max(0, limit) - 1, ranged: true }
     }
     if ('start' in rule) {
       const start = wholeNumber(args[rule.start])
       const end = wholeNumber(args[rule.end])
       if (start === undefined && end === undefined) continue
       return end === undefined
-        ? { start: Math.max(1, start ?? 1) }
-        : { start: Math.max(1, start ?? 1), end }
+        ? { start: Math.max(1, start ?? 1), ranged: true }
+        : { start: Math.max(1, start ?? 1), end, ranged: true }
     }
     const pair = args[rule.pair]
     if (Array.isArray(pair) && pair.length === 2) {
       const start = wholeNumber(pair[0]) ?? 1
       const end = wholeNumber(pair[1])
       return end === undefined || end < 0
-        ? { start: Math.max(1, start) }
-        : { start: Math.max(1, start), end }
+        ? { start: Math.max(1, start), ranged: true }
+        : { start: Math.max(1, start), end, ranged: true }
     }
   }
-  return { start: 1 }
+  return { start: 1, ranged: false }
 }
 
 /** An offset is 0-based when the tool's own schema says so, as Qwen Code's and Crush's do. */

@@ -18,11 +18,26 @@ export type RangeRule =
 
 /**
  * The change an edit asks for: old/new string arguments (`list` names an array of such edits, a
- * multi-edit), or one argument of SEARCH/REPLACE blocks (Cline's replace_in_file, Roo's apply_diff).
+ * multi-edit), one argument of SEARCH/REPLACE blocks (Cline's replace_in_file, Roo's apply_diff),
+ * or text inserted at a line: `after` line N (0 = the top: OpenHands, Goose) or `before` the
+ * 1-based line N (Cline 4's editor, where N = last line + 1 appends).
  */
 export type EditArgs =
   | { readonly old: string; readonly new: string; readonly all?: string; readonly list?: string }
   | { readonly blocks: string }
+  | { readonly insert: string; readonly line: string; readonly base: 'after' | 'before' }
+
+/**
+ * A result that is JSON (Cline 4): one object, or with `list` an array of one object per item,
+ * whose `text` field is the tool's answer and whose `ok` field is false when it failed.
+ */
+export interface JsonResult {
+  readonly text: string
+  readonly ok: string
+  readonly list?: boolean
+  /** Other agents answer the same call in plain text: a result not of this shape is that text. */
+  readonly maybe?: boolean
+}
 
 export interface ToolRule {
   readonly kind: ToolKind
@@ -31,15 +46,32 @@ export interface ToolRule {
   readonly when?: { readonly arg: string; readonly equals: readonly string[] }
   /** Argument names that hold the path, first present wins; the rule needs one. */
   readonly path?: readonly string[]
+  /**
+   * read: the argument with a list of files, each an object with the path and range arguments
+   * (Cline 4's read_files `files`). Only a list of one file is read; several are "other".
+   */
+  readonly item?: string
   readonly range?: readonly RangeRule[]
+  /**
+   * read: the tool does not number the empty fragment after the file's final newline (Cline 4),
+   * so a final empty numbered line is a line of the file, not to be dropped.
+   */
+  readonly realFinalEmpty?: boolean
   /** edit: the old/new strings (one of these shapes must be present). */
   readonly edit?: readonly EditArgs[]
-  /** write: the argument with the whole new content. */
+  /**
+   * write: the argument with the whole new content; edit: the content when no edit shape is
+   * present (Cline 4's editor without old_text creates the file).
+   */
   readonly content?: readonly string[]
   /** patch: the argument with the patch text (apply_patch grammar). */
   readonly patch?: readonly string[]
   /** shell: the argument with the command (a string, or argv as an array). */
   readonly command?: readonly string[]
+  /** shell: the argument with a list of commands (Cline 4's run_commands); only one is read. */
+  readonly commands?: readonly string[]
+  /** The result is JSON around the tool's answer (Cline 4). */
+  readonly json?: JsonResult
 }
 
 /**
@@ -48,21 +80,43 @@ export interface ToolRule {
  */
 export interface ReadEnvelope {
   readonly pattern: RegExp
-  /** What the wrapper says the result is, when it is not a file's lines (a directory). */
-  readonly kind?: 'list'
+  /**
+   * What the wrapper says the result is, when it is not lines of a file: a directory (`list`),
+   * or a file that is empty (`empty`: no lines, length 0).
+   */
+  readonly kind?: 'list' | 'empty'
+  /**
+   * The body was cut at a size limit (OpenHands' `<response clipped>`, Cline 4's middle cut):
+   * its last line is partial unless the body ends with a newline, and it is never the whole file.
+   */
+  readonly cut?: boolean
 }
 
-/** `any` spots the wrapper; `success` (group `body`) matches only a run that succeeded. */
+/**
+ * `any` spots the wrapper; `success` (group `body`) matches only a run that succeeded. Without
+ * `success` the wrapper only marks a run whose output is not a file's lines (failed, or cut).
+ */
 export interface ShellEnvelope {
   readonly any: RegExp
-  readonly success: RegExp
+  readonly success?: RegExp
 }
 
-/** An answer that means an edit, write or patch succeeded; group `note` is text to keep after the diff. */
+/**
+ * An answer that means an edit, write or patch succeeded. Group `note` is text to keep after the
+ * diff; group `after` is the file's whole content after the change, when the answer states it
+ * (Cline's `<final_file_content>`: the truth even when a formatter or the user changed it).
+ */
 export interface SuccessRule {
   readonly pattern: RegExp
   /** The answer says the file did not exist before. */
   readonly created?: boolean
+  /** Group `note` is the inside of a JSON string (Roo's `problems`): decoded before it is kept. */
+  readonly noteJson?: boolean
+  /**
+   * The change succeeded but is not the call's alone (the user edited it, a partial multi-edit):
+   * the file is touched, the change is not derived.
+   */
+  readonly opaque?: boolean
 }
 
 /**
@@ -101,7 +155,7 @@ export function defineProfile(profile: PartialProfile): Profile {
       edit: tool.path && tool.edit,
       write: tool.path,
       patch: tool.patch,
-      shell: tool.command,
+      shell: [...(tool.command ?? []), ...(tool.commands ?? [])],
     }
     if (tool.kind in needs && !needs[tool.kind as keyof typeof needs]?.length) {
       throw new Error(

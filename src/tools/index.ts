@@ -3,6 +3,7 @@ export {
   defineProfile,
   mergeProfiles,
   type CompactionMarker,
+  type JsonResult,
   type Profile,
   type ToolRule,
 } from './define-profile.js'

@@ -23,25 +23,68 @@ export interface ShownLines {
   readonly total?: number
   /** Set when the wrapper says the result is not a file's lines. */
   readonly kind?: 'list'
+  /** The lines were cut at a size limit: they are never the whole file. */
+  readonly cut?: boolean
+  /**
+   * The text looks numbered but its numbering does not run on (a wrapper this table does not
+   * know, lines left out): its lines are not known, and taking the text as lines would be wrong.
+   */
+  readonly garbled?: boolean
+}
+
+export interface ShownOptions {
+  /**
+   * A final empty numbered line is a line of the file. By default it stands for the file's final
+   * newline (Claude Code, Roo, OpenHands and Crush split the text on "\n" and number the empty
+   * string after the last one) and is dropped, unless a stated length counts it.
+   */
+  readonly realFinalEmpty?: boolean
 }
 
 /** The lines a read shows, with its agent's wrapper (if any) taken off. */
-export function shownLines(text: string, envelopes: readonly ReadEnvelope[] = []): ShownLines {
+export function shownLines(
+  text: string,
+  envelopes: readonly ReadEnvelope[] = [],
+  options: ShownOptions = {},
+): ShownLines {
   for (const envelope of envelopes) {
     const match = envelope.pattern.exec(text)
     if (!match) continue
-    if (envelope.kind) return { lines: [], kind: envelope.kind }
+    if (envelope.kind === 'list') return { lines: [], kind: 'list' }
+    if (envelope.kind === 'empty') return { start: 1, lines: [], total: 0 }
     const groups = match.groups ?? {}
-    const inner = bareLines(groups.body ?? '')
-    const start = inner.start ?? optionalNumber(groups.start)
+    const body = groups.body ?? ''
     const total = optionalNumber(groups.total) ?? optionalNumber(groups.of)
-    return {
-      lines: inner.lines,
-      ...(start === undefined ? {} : { start }),
-      ...(total === undefined ? {} : { total }),
-    }
+    if (envelope.cut) return cutLines(body)
+    const inner = bareLines(body)
+    const start = inner.start ?? optionalNumber(groups.start)
+    return finalNewline(
+      {
+        ...inner,
+        ...(start === undefined ? {} : { start }),
+        ...(total === undefined ? {} : { total }),
+      },
+      inner.start !== undefined,
+      options,
+    )
   }
-  return bareLines(text)
+  const inner = bareLines(text)
+  return finalNewline(inner, inner.start !== undefined, options)
+}
+
+/** Lines cut at a size limit: the last is partial unless the cut fell at a line's end. */
+function cutLines(body: string): ShownLines {
+  const inner = bareLines(body)
+  const lines = body.endsWith('\n') ? inner.lines : inner.lines.slice(0, -1)
+  return { ...inner, lines, cut: true }
+}
+
+/** Drops the empty numbered line that only stands for the file's final newline. */
+function finalNewline(shown: ShownLines, numbered: boolean, options: ShownOptions): ShownLines {
+  if (!numbered || options.realFinalEmpty || shown.lines.at(-1) !== '') return shown
+  const last = (shown.start ?? 1) + shown.lines.length - 1
+  if (shown.total !== undefined && last <= shown.total) return shown // the length counts it
+  return { ...shown, lines: shown.lines.slice(0, -1) }
 }
 
 function bareLines(text: string): ShownLines {
@@ -51,6 +94,10 @@ function bareLines(text: string): ShownLines {
     const parsed = numberedLines(lines, numbering)
     if (parsed) return parsed
   }
+  // A numbered first or last line whose numbering does not hold for all: not raw text.
+  const edges = [lines[0]!, lines.at(-1)!]
+  if (NUMBERINGS.some((numbering) => edges.some((line) => numbering.test(line))))
+    return { lines, garbled: true }
   return { lines }
 }
 

@@ -3,10 +3,12 @@ import type { Classified } from './classify.js'
 const OTHER: Classified = { kind: 'other' }
 
 /**
- * Shell commands that read a file or search, where the command says so unambiguously: one plain
- * command, no pipes, redirections, substitutions or `&&` (the working directory or the output
- * could be anything then). `cat F`, `cat -n F`, `nl -ba F`, `sed -n 'A,Bp' F`, `head -n N F`
- * are reads; `rg …` and `grep …` are searches.
+ * Shell commands that read a file, search or list, where the command says so unambiguously: one
+ * plain command, no pipes, redirections, substitutions or `&&` (the working directory or the
+ * output could be anything then). `cat F`, `cat -n F`, `nl -ba F`, `sed -n 'A,Bp' F`,
+ * `head -n N F` are reads; `rg …` and `grep …` are searches; `ls …` is a listing (agents without
+ * a list tool, Cline 4 and Goose 2026, list with it). A search or a listing is only ever
+ * answered "same result as" when its arguments and its whole output are the same again.
  */
 export function shellCall(command: unknown): Classified {
   const argv = commandArgv(command)
@@ -33,6 +35,8 @@ export function shellCall(command: unknown): Classified {
     case 'rg':
     case 'grep':
       return { kind: 'grep', name: 'shell', args: { argv } }
+    case 'ls':
+      return { kind: 'list', name: 'shell', args: { argv } }
     default:
       return OTHER
   }

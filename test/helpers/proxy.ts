@@ -1,12 +1,11 @@
 import { serve } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import { loadLoop, loadPromptBlock } from '../../src/config/loop.js'
-import { sessionSources } from '../../src/config/sessions.js'
+import { pipelineSettings } from '../../src/config/pipeline.js'
+import { SpliceCache } from '../../src/pipeline/splice.js'
 import { createApp } from '../../src/http/app.js'
 import { silentLogger, type Logger } from '../../src/log.js'
-import { recallSetup } from '../../src/pipeline/recall.js'
 import type { Store } from '../../src/store/index.js'
-import { defaultProfile } from '../../src/tools/index.js'
 import { createUpstream } from '../../src/upstream/index.js'
 import type { Workspace } from '../../src/workspace/index.js'
 
@@ -27,27 +26,26 @@ export async function startProxy(options: {
   maxBodyBytes?: number
   timeoutMs?: number
   log?: Logger
+  /** Characters the fast path may keep; 0 turns it off. */
+  spliceChars?: number
 }): Promise<TestProxy> {
   const upstream = createUpstream({
     baseUrl: options.upstreamUrl,
     timeoutMs: options.timeoutMs ?? 30_000,
   })
   const app = createApp({
+    ...pipelineSettings(loop, { sessionHeader: options.sessionHeader ?? 'x-session-id' }),
+    ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
     store: options.store,
     upstream,
     workspace: options.workspace,
-    rules: loop.context,
-    profile: defaultProfile,
-    promptBlock,
-    recall: recallSetup(loop.proxy.recall),
     log: options.log ?? silentLogger,
-    continueWithinMs: loop.proxy.sessions.continue_within_ms,
     options: {
-      sessionSources: sessionSources(loop, options.sessionHeader ?? 'x-session-id'),
       compactionHeader: 'x-lembas-compaction',
       maxBodyBytes: options.maxBodyBytes ?? 64 * 1024 * 1024,
     },
   })
+
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s))
   })

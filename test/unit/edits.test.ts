@@ -31,6 +31,20 @@ describe('replacements', () => {
   })
 })
 
+describe('inserts', () => {
+  test('lines go after the first `at` lines; a final newline in the text is an empty line', () => {
+    assert.equal(applyReplacements(file, [{ insert: 'x', at: 0 }]), 'x\na\nb\nc\nd\n')
+    assert.equal(applyReplacements(file, [{ insert: 'x\ny', at: 2 }]), 'a\nb\nx\ny\nc\nd\n')
+    assert.equal(applyReplacements(file, [{ insert: 'x\n', at: 4 }]), 'a\nb\nc\nd\nx\n\n')
+    assert.equal(applyReplacements('', [{ insert: 'x', at: 0 }]), 'x\n')
+    assert.equal(applyReplacements(file, [{ insert: 'x', at: 5 }]), undefined, 'past the end')
+  })
+  test('undo takes the inserted lines out where they stand, checked by redoing', () => {
+    assert.equal(undoReplacements('a\nb\nx\nc\nd\n', [{ insert: 'x', at: 2 }]), file)
+    assert.equal(undoReplacements('a\nb\nc\nd\n', [{ insert: 'x', at: 2 }]), undefined)
+  })
+})
+
 describe('patch hunks', () => {
   const hunks = [{ before: ['b', 'c'], after: ['b', 'C', 'c2'], atEnd: false }]
   test('apply and undo', () => {

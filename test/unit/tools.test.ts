@@ -9,7 +9,10 @@ import {
   shellCall,
   shownLines,
 } from '../../src/tools/index.js'
+import { resultFacts, type FileViews } from '../../src/pipeline/facts.js'
+import { createWorkspace } from '../../src/workspace/index.js'
 import type { ToolDefinition } from '../../src/wire/chat.js'
+import { makeProject } from '../helpers/workspace.js'
 
 const none = new Map<string, ToolDefinition>()
 
@@ -86,7 +89,7 @@ describe('classifyCall (defaultProfile profile)', () => {
       args: { pattern: '*.ts' },
     })
     assert.equal(classifyCall(defaultProfile, 'grep_search', '{"pattern":"x"}', none).kind, 'grep')
-    assert.equal(classifyCall(defaultProfile, 'Bash', '{"command":"ls"}', none).kind, 'other')
+    assert.equal(classifyCall(defaultProfile, 'Bash', '{"command":"wc -l a"}', none).kind, 'other')
     assert.equal(classifyCall(defaultProfile, 'Read', 'not json', none).kind, 'other')
     assert.equal(
       classifyCall(defaultProfile, 'Read', '{"offset":3}', none).kind,
@@ -116,14 +119,43 @@ describe('classifyCall (defaultProfile profile)', () => {
 describe('shownLines', () => {
   test('takes off each agent numbering and reads the first line number', () => {
     assert.deepEqual(shownLines('     7→a\n     8→b'), { start: 7, lines: ['a', 'b'] })
-    assert.deepEqual(shownLines('00001| a\n00002| '), { start: 1, lines: ['a', ''] })
+    assert.deepEqual(shownLines('00001| a\n00002| b'), { start: 1, lines: ['a', 'b'] })
     assert.deepEqual(shownLines('3: x\n4: y\n'), { start: 3, lines: ['x', 'y'] })
     assert.deepEqual(shownLines('  9 | a\n 10 | b'), { start: 9, lines: ['a', 'b'] })
     assert.deepEqual(shownLines('L1: a'), { start: 1, lines: ['a'] })
   })
-  test('raw text, or numbering with a gap, is the lines themselves', () => {
+  test('raw text is the lines themselves; numbering that does not run on is not raw text', () => {
     assert.deepEqual(shownLines('plain\ntext\n'), { lines: ['plain', 'text'] })
-    assert.deepEqual(shownLines('1: a\n3: b'), { lines: ['1: a', '3: b'] })
+    assert.deepEqual(shownLines('1: a\n3: b'), { lines: ['1: a', '3: b'], garbled: true })
+    // A notice line the table does not know, before numbered lines.
+    assert.equal(shownLines('[note] see below\n1 | a\n2 | b').garbled, true)
+  })
+  test("a final empty numbered line stands for the file's final newline, unless a length counts it", () => {
+    assert.deepEqual(shownLines('     1→a\n     2→'), { start: 1, lines: ['a'] })
+    assert.deepEqual(shownLines('1 | a\n2 | ', [], { realFinalEmpty: true }), {
+      start: 1,
+      lines: ['a', ''],
+    })
+    const cline = [{ pattern: /^(?<body>[\s\S]*?)\n\n\(File has (?<total>\d+) lines total\.\)$/ }]
+    assert.deepEqual(shownLines('1 | a\n2 | \n\n(File has 2 lines total.)', cline), {
+      start: 1,
+      lines: ['a', ''],
+      total: 2,
+    })
+    assert.deepEqual(shownLines('plain\n\n'), { lines: ['plain', ''] }, 'raw text keeps it')
+  })
+  test('a cut body loses its partial last line and is marked cut', () => {
+    const cut = [{ pattern: /^(?<body>[\s\S]*?)<cut>$/, cut: true }]
+    assert.deepEqual(shownLines('1\ta\n2\tb is parti<cut>', cut), {
+      start: 1,
+      lines: ['a'],
+      cut: true,
+    })
+    assert.deepEqual(shownLines('1\ta\n2\tb\n<cut>', cut), {
+      start: 1,
+      lines: ['a', 'b'],
+      cut: true,
+    })
   })
 })
 
@@ -276,10 +308,238 @@ describe('edits, patches and shell commands', () => {
       'cat a b',
       'tail -n 5 a',
       'cat *.ts',
-      'ls',
+      'ls | wc -l',
     ]) {
       assert.equal(shellCall(ambiguous).kind, 'other', ambiguous)
     }
+    assert.deepEqual(shellCall('ls -la src'), {
+      kind: 'list',
+      name: 'shell',
+      args: { argv: ['ls', '-la', 'src'] },
+    })
     assert.deepEqual(commandArgv(`grep -rn "a b" 'c d'`), ['grep', '-rn', 'a b', 'c d'])
+  })
+})
+
+describe('rules that share a name, lists of one, JSON results, inserts', () => {
+  test("the rule whose range arguments the call gives wins (Cline's and Roo's read_file)", () => {
+    assert.deepEqual(
+      classifyCall(defaultProfile, 'read_file', '{"path":"a.ts","offset":5,"limit":4}', none),
+      { kind: 'read', path: 'a.ts', start: 5, end: 8 },
+    )
+    assert.deepEqual(
+      classifyCall(
+        defaultProfile,
+        'read_file',
+        '{"path":"a.ts","start_line":5,"end_line":8}',
+        none,
+      ),
+      { kind: 'read', path: 'a.ts', start: 5, end: 8 },
+    )
+    assert.deepEqual(classifyCall(defaultProfile, 'read_file', '{"path":"a.ts"}', none), {
+      kind: 'read',
+      path: 'a.ts',
+      start: 1,
+    })
+  })
+
+  test('Cline 4: one file of read_files is a read, one command of run_commands a shell call; both in JSON', () => {
+    const entries = { text: 'result', ok: 'success', list: true }
+    assert.deepEqual(
+      classifyCall(
+        defaultProfile,
+        'read_files',
+        '{"files":[{"path":"/a.ts","start_line":2,"end_line":3}]}',
+        none,
+      ),
+      { kind: 'read', path: '/a.ts', start: 2, end: 3, realFinalEmpty: true, json: entries },
+    )
+    assert.equal(
+      classifyCall(defaultProfile, 'read_files', '{"files":[{"path":"/a"},{"path":"/b"}]}', none)
+        .kind,
+      'other',
+      'two files in one answer',
+    )
+    assert.deepEqual(
+      classifyCall(defaultProfile, 'run_commands', '{"commands":["cat a.ts"]}', none),
+      { kind: 'read', path: 'a.ts', start: 1, shell: true, json: entries },
+    )
+    assert.equal(
+      classifyCall(defaultProfile, 'run_commands', '{"commands":["cat a.ts","cat b.ts"]}', none)
+        .kind,
+      'other',
+    )
+  })
+
+  test('inserts: after line N (OpenHands, Goose) or before the 1-based line N (Cline 4)', () => {
+    const openHands = classifyCall(
+      defaultProfile,
+      'str_replace_editor',
+      '{"command":"insert","path":"/a","insert_line":2,"new_str":"x"}',
+      none,
+    )
+    assert.deepEqual(openHands, {
+      kind: 'edit',
+      path: '/a',
+      replacements: [{ insert: 'x', at: 2 }],
+    })
+    const cline4 = classifyCall(
+      defaultProfile,
+      'editor',
+      '{"path":"/a","new_text":"x","insert_line":1}',
+      none,
+    )
+    assert.deepEqual(cline4, {
+      kind: 'edit',
+      path: '/a',
+      replacements: [{ insert: 'x', at: 0 }],
+      json: { text: 'result', ok: 'success' },
+    })
+    assert.deepEqual(
+      classifyCall(defaultProfile, 'editor', '{"path":"/n","new_text":"v\\n"}', none),
+      { kind: 'write', path: '/n', content: 'v\n', json: { text: 'result', ok: 'success' } },
+      'without old_text the editor creates the file',
+    )
+  })
+})
+
+describe('resultFacts: what the samples do not show', () => {
+  const before = 'const a = 1\nconst b = "x"\n'
+  const views: FileViews = { content: async (p) => (p === 'src/a.ts' ? before : undefined) }
+  const facts = async (name: string, args: object, text: string) =>
+    (
+      await resultFacts(
+        classifyCall(defaultProfile, name, JSON.stringify(args), none),
+        text,
+        defaultProfile,
+        undefined,
+        views,
+      )
+    ).call
+
+  test("Cline: the saved file it echoes is the content after, a formatter's changes included", async () => {
+    const call = await facts(
+      'replace_in_file',
+      {
+        path: 'src/a.ts',
+        diff: '------- SEARCH\nconst a = 1\n=======\nconst a = 2\n+++++++ REPLACE',
+      },
+      "[replace_in_file for 'src/a.ts'] Result:\nThe content was successfully saved to src/a.ts.\n\n" +
+        'Here is the full, updated content of the file that was saved:\n\n' +
+        `<final_file_content path="src/a.ts">\nconst a = 2;\nconst b = 'x';\n\n</final_file_content>\n\n` +
+        'IMPORTANT: For any future changes to this file, use the final_file_content shown above as your reference.\n\n' +
+        '\n\nNew problems detected after saving the file:\nsrc/a.ts\n- [ts Error] Line 1: x',
+    )
+    assert.equal(call.kind, 'edit')
+    if (call.kind !== 'edit') return
+    assert.equal(call.before, before)
+    assert.equal(call.after, "const a = 2;\nconst b = 'x';\n")
+    assert.equal(
+      call.note,
+      'New problems detected after saving the file:\nsrc/a.ts\n- [ts Error] Line 1: x',
+    )
+  })
+
+  test('a change the user edited, or a partial multi-edit, touches its file but is not derived', async () => {
+    const roo = await facts(
+      'write_to_file',
+      { path: 'src/a.ts', content: 'x\n' },
+      '{"path":"src/a.ts","operation":"modified","notice":"…","user_edits":"@@ -1 +1 @@\\n-x\\n+y"}',
+    )
+    assert.deepEqual(roo, { kind: 'other', touches: ['src/a.ts'] })
+    const crush = await facts(
+      'multiedit',
+      {
+        file_path: 'src/a.ts',
+        edits: [
+          { old_string: 'const a = 1', new_string: 'const a = 2' },
+          { old_string: 'nope', new_string: 'x' },
+        ],
+      },
+      '<result>\nApplied 1 of 2 edits to file: src/a.ts (1 edit(s) failed)\n</result>\n',
+    )
+    assert.deepEqual(crush, { kind: 'other', touches: ['src/a.ts'] })
+  })
+
+  test("a shell read inside an agent's wrapper is a read only when the run succeeded in full", async () => {
+    const cat = { command: 'cat src/a.ts' }
+    const lines = 'const a = 1\nconst b = "x"\n'
+    const ok = [
+      ['bash', lines + '\n\n<cwd>/p</cwd>'], // Crush
+      [
+        'terminal',
+        lines +
+          '[The command completed with exit code 0.]\n[Current working directory: /p]\n[Command finished with exit code 0]',
+      ], // OpenHands
+      ['run_terminal_command', lines + '\n[Status: Command completed]'], // Continue
+      ['developer__shell', lines.trimEnd()], // Goose 2026
+    ] as const
+    for (const [name, text] of ok) {
+      const call = await facts(name, cat, text)
+      assert.equal(call.kind, 'read', name)
+      if (call.kind === 'read') assert.deepEqual([call.start, call.end], [1, 2], name)
+    }
+    const failed = [
+      ['bash', 'cat: src/a.ts: No such file or directory\nExit code 1\n\n<cwd>/p</cwd>'],
+      ['bash', 'no output'],
+      [
+        'terminal',
+        'cat: x\n[The command completed with exit code 1.]\n[Current working directory: /p]\n[Command finished with exit code 1]',
+      ],
+      [
+        'terminal',
+        'a\n[... Observation truncated due to length ...]\nb\n[The command completed with exit code 0.]\n[Current working directory: /p]\n[Command finished with exit code 0]',
+      ],
+      ['run_terminal_command', 'x\n\n[Status: Command failed with exit code 1]'],
+      ['developer__shell', 'x\n\nCommand exited with code 1'],
+      [
+        'developer__shell',
+        '2451\n\n[Output exceeded 2000 line limit (2500 lines total). Full output saved to /tmp/x.]',
+      ],
+      ['developer__shell', '(no output)'],
+    ] as const
+    for (const [name, text] of failed)
+      assert.deepEqual(await facts(name, cat, text), { kind: 'other' }, text)
+  })
+
+  test('Cline 4: a result cut in the middle is a read of its head, never the whole file', async () => {
+    const text = JSON.stringify([
+      {
+        query: 'src/a.ts',
+        result: '1 | a\n2 | b\n3 | par\n\n...[truncated 9000 chars]...\n\nrt\n999 | z',
+        success: true,
+      },
+    ])
+    const result = await resultFacts(
+      classifyCall(defaultProfile, 'read_files', '{"files":[{"path":"src/a.ts"}]}', none),
+      text,
+      defaultProfile,
+      undefined,
+      views,
+    )
+    assert.equal(result.call.kind, 'read')
+    if (result.call.kind === 'read') assert.deepEqual([result.call.start, result.call.end], [1, 2])
+    assert.equal(result.views, undefined)
+  })
+
+  test('workspace mode: an empty read matches only an empty file', async () => {
+    const workspace = await createWorkspace([makeProject()])
+    const empty =
+      '<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>'
+    const read = (path: string) =>
+      resultFacts(
+        classifyCall(defaultProfile, 'Read', JSON.stringify({ file_path: path }), none),
+        empty,
+        defaultProfile,
+        workspace,
+        views,
+      )
+    const notes = (await read('notes.txt')).call
+    assert.equal(notes.kind, 'read')
+    if (notes.kind === 'read') assert.equal(notes.file?.lines, 0)
+    // util.ts is not empty: the reminder is of another moment, so only what it says is known.
+    const util = (await read('util.ts')).call
+    assert.equal(util.kind, 'read')
+    if (util.kind === 'read') assert.deepEqual([util.file, util.total], [undefined, 0])
   })
 })

@@ -1,6 +1,9 @@
 import { defineProfile } from '../define-profile.js'
 
-/** Claude Code's tools as routers expose them on chat completions: research/agents.md §12. */
+/**
+ * Claude Code's tools as routers expose them on chat completions: research/agents.md §12, and
+ * test/fixtures/agents/claude-code (2.1.88 source; verbatim 1.0.51 results).
+ */
 export const claudeCode = defineProfile({
   name: 'claude-code',
   tools: [
@@ -23,22 +26,45 @@ export const claudeCode = defineProfile({
       edit: [{ list: 'edits', old: 'old_string', new: 'new_string', all: 'replace_all' }],
     },
     { kind: 'write', names: ['Write'], path: ['file_path'], content: ['content'] },
+    // A notebook is JSON the cell edit does not show: the file is touched, never diffed.
+    { kind: 'write', names: ['NotebookEdit'], path: ['notebook_path'] },
     { kind: 'glob', names: ['Glob'] },
     { kind: 'grep', names: ['Grep'] },
     { kind: 'list', names: ['LS'] },
     { kind: 'shell', names: ['Bash'], command: ['command'] },
   ],
-  // A reminder the CLI appends after the lines of a read.
-  envelopes: [{ pattern: /^(?<body>[\s\S]*?)\n*<system-reminder>[\s\S]*<\/system-reminder>\s*$/ }],
+  envelopes: [
+    // FileReadTool: an empty file is this reminder alone.
+    {
+      pattern:
+        /^<system-reminder>Warning: the file exists but the contents are empty\.<\/system-reminder>\s*$/,
+      kind: 'empty',
+    },
+    // A reminder the CLI appends after the lines of a read.
+    { pattern: /^(?<body>[\s\S]*?)\n*<system-reminder>[\s\S]*<\/system-reminder>\s*$/ },
+  ],
   success: [
+    // 2.1.88 answers without a snippet; 1.0.x with a `cat -n` snippet of the new text.
+    {
+      pattern:
+        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)$/,
+    },
     {
       pattern:
         /^The file [^\n]+ has been updated\. Here's the result of running `cat -n` on a snippet of the edited file:\n/,
     },
     { pattern: /^File created successfully at: [^\n]+$/, created: true },
-    { pattern: /^Applied \d+ edits? to [^\n]+/ },
+    { pattern: /^Applied \d+ edits? to [^\n]+:\n/ },
+    // NotebookEditTool.
+    { pattern: /^(?:Updated|Inserted) cell [^\n]+ with / },
+    { pattern: /^Deleted cell [^\n]+$/ },
   ],
-  failures: [/^<tool_use_error>/, /^File does not exist\./],
+  failures: [
+    /^<tool_use_error>/,
+    /^File does not exist\./,
+    // Errors thrown from Node's fs reach the model as their message (a directory: EISDIR).
+    /^E[A-Z]{3,}: [^\n]*, [a-z]+ '/,
+  ],
   agentStubs: [/^File unchanged since last read\./, /^\[Old tool result content cleared\]/],
   compaction: [
     {

@@ -1,6 +1,6 @@
 import { mergeProfiles } from '../define-profile.js'
 import { claudeCode } from './claude-code.js'
-import { clineClassic } from './cline.js'
+import { clineClassic, clineV4 } from './cline.js'
 import { codex } from './codex.js'
 import { continueDev } from './continue.js'
 import { crush } from './crush.js'
@@ -16,6 +16,7 @@ export const profiles = [
   claudeCode,
   qwenCode,
   clineClassic,
+  clineV4,
   rooCode,
   crush,
   openHands,
@@ -30,6 +31,7 @@ export const defaultProfile = mergeProfiles('all agents', profiles)
 export {
   claudeCode,
   clineClassic,
+  clineV4,
   codex,
   continueDev,
   crush,

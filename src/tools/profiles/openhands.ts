@@ -2,6 +2,11 @@ import { defineProfile } from '../define-profile.js'
 
 const EDITORS = ['str_replace_editor', 'file_editor']
 
+// openhands-aci editor.py (`_make_output`): the numbered lines follow this line.
+const CAT_N = String.raw`Here's the result of running \`cat -n\` on [^\n]+:\n`
+// view() with a range past the end: a note before the lines (V1, this fixture) or after them.
+const ONLY = String.raw`NOTE: We only show up to (?<total>\d+) since there(?:'re|'s) only \d+ lines in this file\.?`
+
 /** OpenHands V0 (str_replace_editor, execute_bash) and V1 (file_editor, terminal): research/agents.md §9. */
 export const openHands = defineProfile({
   name: 'openhands',
@@ -27,10 +32,18 @@ export const openHands = defineProfile({
       path: ['path'],
       content: ['file_text'],
     },
+    // insert: new_str's lines go after line insert_line (0 = the top).
+    {
+      kind: 'edit',
+      names: EDITORS,
+      when: { arg: 'command', equals: ['insert'] },
+      path: ['path'],
+      edit: [{ insert: 'new_str', line: 'insert_line', base: 'after' }],
+    },
     {
       kind: 'write',
       names: EDITORS,
-      when: { arg: 'command', equals: ['insert', 'undo_edit'] },
+      when: { arg: 'command', equals: ['undo_edit'] },
       path: ['path'],
     },
     { kind: 'patch', names: ['apply_patch'], patch: ['patch', 'input'] },
@@ -39,12 +52,41 @@ export const openHands = defineProfile({
     { kind: 'grep', names: ['grep'] },
   ],
   envelopes: [
-    { pattern: /^Here's the result of running `cat -n` on [^\n]+:\n(?<body>[\s\S]*?)\n*$/ },
+    {
+      pattern:
+        /^Here's the files and directories up to \d+ levels deep in [^\n]+, excluding hidden items:\n/,
+      kind: 'list',
+    },
+    // maybe_truncate: the notice is put after the cut text, before the lines are numbered.
+    {
+      pattern: new RegExp(
+        String.raw`^(?:${ONLY}\n)?${CAT_N}(?<body>[\s\S]*?)<response clipped><NOTE>[\s\S]*?</NOTE>\s*$`,
+      ),
+      cut: true,
+    },
+    { pattern: new RegExp(String.raw`^${ONLY}\n${CAT_N}(?<body>[\s\S]*?)\n*$`) },
+    { pattern: new RegExp(String.raw`^${CAT_N}(?<body>[\s\S]*?)\n+${ONLY}\n*$`) },
+    { pattern: new RegExp(String.raw`^${CAT_N}(?<body>[\s\S]*?)\n*$`) },
+  ],
+  shellEnvelopes: [
+    // Every observation may lose its middle: then it is no file's lines.
+    { any: /\n\[\.\.\. Observation truncated due to length \.\.\.\]\n/ },
+    // bash session and runtime: the exit code and working directory after the output.
+    {
+      any: /(?:^|\n)\[Command finished with exit code -?\d+\]$/,
+      success:
+        /^(?<body>[\s\S]*?)\n?\[The command completed with exit code 0\.\]\n\[Current working directory: [^\n]*\]\n(?:\[Python interpreter: [^\n]*\]\n)?\[Command finished with exit code 0\]$/,
+    },
   ],
   success: [
+    // str_replace and insert; lint results may follow the snippet.
     { pattern: /^The file [^\n]+ has been edited\. Here's the result of running `cat -n`/ },
     { pattern: /^File created successfully at: [^\n]+$/, created: true },
   ],
-  failures: [/^ERROR:/, /^Invalid `path` parameter/],
+  failures: [
+    /^ERROR:/, // V0: action_execution_server
+    /^\[An error occurred during execution\.\]\n/, // V1: the tool's error observation
+    /^Invalid `path` parameter/,
+  ],
   compaction: [{ role: 'user', pattern: /^USER_CONTEXT:/ }],
 })

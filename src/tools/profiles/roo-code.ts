@@ -1,5 +1,13 @@
 import { defineProfile } from '../define-profile.js'
 
+// DiffViewProvider.pushToolWriteResult: JSON.stringify({path, operation, notice, user_edits?,
+// problems?}), in that order. A JSON string's inside:
+const STRING = String.raw`"(?:[^"\\\n]|\\.)*"`
+const WRITE_RESULT = (operation: string, rest: string) =>
+  new RegExp(
+    String.raw`^\{"path":${STRING},"operation":"${operation}","notice":${STRING}${rest}\}$`,
+  )
+
 /** Roo Code (and legacy Kilo Code): research/agents.md §6. */
 export const rooCode = defineProfile({
   name: 'roo-code',
@@ -23,10 +31,44 @@ export const rooCode = defineProfile({
     { kind: 'search', names: ['search_files', 'codebase_search'] },
     { kind: 'shell', names: ['execute_command'], command: ['command'] },
   ],
-  envelopes: [{ pattern: /^File: [^\n]+\n(?<body>[\s\S]*?)\n*$/ }],
+  envelopes: [
+    // ReadFileTool: an empty file splits into one empty line, or says so.
+    { pattern: /^File: [^\n]+\n(?:1 \| |Note: File is empty)\n*$/, kind: 'empty' },
+    // A window shorter than the file: the status goes before the lines, tab-indented.
+    {
+      pattern:
+        /^File: [^\n]+\nIMPORTANT: File content truncated\.\n\tStatus: Showing lines (?<start>\d+)-(?<end>\d+) of (?<total>\d+) total lines\.\n(?:\t[^\n]*\n)*?\t\n\t(?<body>[\s\S]*?)\n*$/,
+    },
+    { pattern: /^File: [^\n]+\n(?<body>[\s\S]*?)\n*$/ },
+  ],
+  shellEnvelopes: [
+    {
+      any: /^Command executed in (?:terminal within working directory )?'[^\n]*'\. /,
+      success:
+        /^Command executed in terminal within working directory '[^\n]*'\. Exit code: 0\nOutput:\n(?<body>[\s\S]*)$/,
+    },
+  ],
   success: [
-    { pattern: /^\{"path":[\s\S]*"operation":"modified"/ },
-    { pattern: /^\{"path":[\s\S]*"operation":"created"/, created: true },
+    {
+      pattern: WRITE_RESULT('modified', String.raw`(?:,"problems":"(?<note>(?:[^"\\\n]|\\.)*)")?`),
+      noteJson: true,
+    },
+    {
+      pattern: WRITE_RESULT('created', String.raw`(?:,"problems":"(?<note>(?:[^"\\\n]|\\.)*)")?`),
+      noteJson: true,
+      created: true,
+    },
+    // The user edited the content before it was saved: what the file is now is not known.
+    {
+      pattern: WRITE_RESULT('(?:created|modified)', String.raw`,"user_edits":[\s\S]*`),
+      opaque: true,
+    },
+    // ApplyPatchTool: a deleted file.
+    { pattern: /^Successfully deleted [^\n]+$/ },
+  ],
+  failures: [
+    // ReadFileTool: its errors and notices follow the header.
+    /^File: [^\n]+\n(?:Error: |Binary file )/,
   ],
   compaction: [{ role: 'user', pattern: /^## Conversation Summary\n/ }],
 })

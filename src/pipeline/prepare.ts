@@ -1,0 +1,246 @@
+import { LembasError } from '../errors.js'
+import { signalledSummary, summaryIndices } from '../session/compaction.js'
+import {
+  explicitScope,
+  identify,
+  shortHash,
+  tenantOf,
+  type SessionSources,
+} from '../session/identity.js'
+import type { Profile } from '../tools/index.js'
+import { checkChatRequest, contentText, type ChatMessage, type ChatRequest } from '../wire/chat.js'
+import { arrayTail, messagesSpan } from '../wire/json-scan.js'
+import {
+  findSession,
+  rebuildHistory,
+  SessionRef,
+  type Continuity,
+  type HistoryDeps,
+  type HistoryStats,
+} from './history.js'
+import { digestOf, type SpliceCache, type SpliceHit } from './splice.js'
+import type { RecallSetup } from './recall.js'
+import { buildBody, messagesText, type UpstreamBody } from './upstream-body.js'
+
+export interface PrepareDeps extends HistoryDeps {
+  readonly sessionSources: SessionSources
+  readonly continueWithinMs: number
+  readonly splice: SpliceCache
+  readonly recall: RecallSetup
+  readonly now?: (() => number) | undefined
+  /** Nesting deeper than this is refused: JSON.stringify fails near 10,000 levels. */
+  readonly maxDepth: number
+}
+
+export type Prepared =
+  /** No tools: nothing to shape, nothing to add; the client's bytes go as they are. */
+  | { readonly kind: 'plain'; readonly request: ChatRequest }
+  | {
+      readonly kind: 'rebuilt'
+      /** The request's fields (its messages are what `body` carries). */
+      readonly request: ChatRequest
+      readonly body: UpstreamBody
+      readonly session: SessionRef
+      readonly stats: HistoryStats & { readonly spliced: number }
+      /** False when the client defines its own `recall`: nothing is intercepted then. */
+      readonly recall: boolean
+    }
+
+/**
+ * Parses a chat request and rebuilds what the upstream sees. A request that begins with the
+ * session's previous request (byte for byte) is handled from where that one ended: only the
+ * messages it appends are parsed, hashed and rendered; the rest is the upstream text sent before.
+ */
+export async function prepareChat(
+  text: string,
+  headers: Headers,
+  compactionSignal: string | undefined,
+  deps: PrepareDeps,
+): Promise<Prepared> {
+  const now = (deps.now ?? Date.now)()
+  const fast = await spliced(text, headers, compactionSignal, deps, now)
+  if (fast) return fast
+
+  const request = parseWhole(text, deps.maxDepth)
+  const tools = request.tools ?? []
+  if (tools.length === 0) return { kind: 'plain', request }
+  const identity = identify(headers, request, deps.sessionSources)
+  const continuity = continuityOf(request.messages, compactionSignal, deps, now)
+  const session = await findSession(request.messages, identity, deps.store, continuity)
+  const rebuilt = await rebuildHistory(request.messages, tools, session, deps, continuity)
+  const upstreamMessages = messagesText(rebuilt.messages)
+  const span = messagesSpan(text)
+  if (span && session.scope !== undefined) {
+    const { digest } = digestOf(text, span.lastEnd)
+    deps.splice.remember(spliceKey(headers, deps.sessionSources), {
+      scope: session.scope,
+      arrayStart: span.arrayStart,
+      lastEnd: span.lastEnd,
+      digest,
+      messagesText: upstreamMessages,
+      history: rebuilt.state,
+    })
+  }
+  return finish(request, upstreamMessages, session, { ...rebuilt.stats, spliced: 0 }, deps)
+}
+
+/** The fast path; undefined when the request does not go on from a remembered one. */
+async function spliced(
+  text: string,
+  headers: Headers,
+  compactionSignal: string | undefined,
+  deps: PrepareDeps,
+  now: number,
+): Promise<Prepared | undefined> {
+  const key = spliceKey(headers, deps.sessionSources)
+  const hit: SpliceHit | undefined = deps.splice.find(key, text)
+  if (!hit) return undefined
+  const { state } = hit
+  const tail = arrayTail(text, state.lastEnd)
+  if (!tail) return undefined
+  const newText = text.slice(state.lastEnd, tail.arrayEnd).replace(/^\s*,/, '')
+  const restText = text.slice(0, state.arrayStart) + '[]' + text.slice(tail.arrayEnd + 1)
+  const appended = parseJson('[' + newText + ']', deps.maxDepth)
+  const rest = parseJson(restText, deps.maxDepth)
+  const checked = checkChatRequest({ ...(rest as object), messages: appended })
+  if (!checked.ok)
+    throw new LembasError('invalid_request', `not a chat completions request: ${checked.message}`)
+  const request = checked.value
+  const tools = request.tools ?? []
+  const identity = identify(headers, request, deps.sessionSources)
+  if (tools.length === 0) return undefined
+  // A session id in the body must name the remembered session.
+  if (
+    identity.explicit &&
+    explicitScope({ ...identity, explicit: identity.explicit }) !== state.scope
+  )
+    return undefined
+  // Tool results that answer calls made before the remembered end must know those calls.
+  const known = new Set([
+    ...state.history.calls.keys(),
+    ...request.messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)),
+  ])
+  if (request.messages.some((m) => m.role === 'tool' && !known.has(m.tool_call_id ?? '')))
+    return undefined
+
+  const session = new SessionRef(identity, state.scope)
+  const continuity = continuityOf(request.messages, compactionSignal, deps, now)
+  const rebuilt = await rebuildHistory(
+    request.messages,
+    tools,
+    session,
+    deps,
+    continuity,
+    state.history,
+  )
+  const added = messagesText(rebuilt.messages)
+  const upstreamMessages = added === '' ? state.messagesText : state.messagesText + ',' + added
+  hit.hash.update(text.slice(state.lastEnd, tail.lastEnd))
+  deps.splice.remember(key, {
+    scope: state.scope,
+    arrayStart: state.arrayStart,
+    lastEnd: tail.lastEnd,
+    digest: hit.hash.digest('hex'),
+    messagesText: upstreamMessages,
+    history: rebuilt.state,
+  })
+  return finish(request, upstreamMessages, session, { ...rebuilt.stats, spliced: 1 }, deps)
+}
+
+function finish(
+  request: ChatRequest,
+  upstreamMessages: string,
+  session: SessionRef,
+  stats: HistoryStats & { spliced: number },
+  deps: PrepareDeps,
+): Prepared {
+  const tools = request.tools ?? []
+  const clientHasRecall = tools.some((tool) => tool.function?.name === deps.recall.name)
+  const fields = { ...request, tools: clientHasRecall ? tools : [...tools, deps.recall.tool] }
+  return {
+    kind: 'rebuilt',
+    request,
+    body: buildBody(fields, upstreamMessages),
+    session,
+    stats,
+    recall: !clientHasRecall,
+  }
+}
+
+function continuityOf(
+  messages: readonly ChatMessage[],
+  compactionSignal: string | undefined,
+  deps: PrepareDeps,
+  now: number,
+): Continuity {
+  return {
+    summaries: summaryIndices(
+      messages,
+      deps.profile.compaction,
+      signalledSummary(compactionSignal, messages),
+    ),
+    systemKey: systemKey(messages, deps.profile),
+    withinMs: deps.continueWithinMs,
+    now,
+  }
+}
+
+/** The system prompt's fingerprint, cut before a summary an agent put into it (Continue). */
+function systemKey(messages: readonly ChatMessage[], profile: Profile): string {
+  const system = messages.find((message) => message.role === 'system')
+  let text = system ? contentText(system.content) : ''
+  for (const marker of profile.compaction) {
+    if (marker.role !== 'system') continue
+    const at = text.search(marker.pattern)
+    if (at >= 0) text = text.slice(0, at)
+  }
+  return shortHash(text)
+}
+
+/**
+ * Where a session's last request is remembered: known before the body is read, from the tenant
+ * and the session header (sessions named in the body, or implicit ones, share a key per tenant).
+ */
+function spliceKey(headers: Headers, sources: SessionSources): string {
+  const header = sources.headers.map((name) => headers.get(name)?.trim()).find((value) => value)
+  return tenantOf(headers) + '\u0000' + (header ?? '')
+}
+
+function parseWhole(text: string, maxDepth: number): ChatRequest {
+  const json = parseJson(text, maxDepth)
+  const checked = checkChatRequest(json)
+  if (!checked.ok)
+    throw new LembasError('invalid_request', `not a chat completions request: ${checked.message}`)
+  return checked.value
+}
+
+function parseJson(text: string, maxDepth: number): unknown {
+  if (nestingDepth(text) > maxDepth) {
+    throw new LembasError('invalid_request', `the request nests deeper than ${maxDepth} levels`)
+  }
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new LembasError(
+      'invalid_request',
+      `the body is not valid JSON: ${(error as Error).message}`,
+    )
+  }
+}
+
+/** Bracket depth outside strings; one pass over the text, no parse. */
+export function nestingDepth(text: string): number {
+  let depth = 0
+  let max = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (inString) {
+      if (code === 92) i++
+      else if (code === 34) inString = false
+    } else if (code === 34) inString = true
+    else if (code === 123 || code === 91) max = Math.max(max, ++depth)
+    else if (code === 125 || code === 93) depth--
+  }
+  return max
+}

@@ -1,0 +1,91 @@
+/**
+ * Finds the top-level "messages" array in a chat request's JSON text without parsing it, so a
+ * request that repeats a known history can be handled in time proportional to what is new.
+ * One pass over the characters; strings and escapes are skipped, brackets counted.
+ */
+export interface MessagesSpan {
+  /** Index of the array's `[`. */
+  readonly arrayStart: number
+  /** Index of the array's `]`. */
+  readonly arrayEnd: number
+  /** Index just after the last element (arrayStart + 1 when the array is empty). */
+  readonly lastEnd: number
+}
+
+export function messagesSpan(text: string): MessagesSpan | undefined {
+  let depth = 0
+  let i = 0
+  const n = text.length
+  while (i < n) {
+    const code = text.charCodeAt(i)
+    if (code === 34 /* " */) {
+      const end = stringEnd(text, i)
+      if (end < 0) return undefined
+      if (depth === 1 && text.slice(i + 1, end) === 'messages') {
+        let j = skipSpace(text, end + 1)
+        if (text.charCodeAt(j) !== 58 /* : */) return undefined
+        j = skipSpace(text, j + 1)
+        if (text.charCodeAt(j) !== 91 /* [ */) return undefined
+        const tail = arrayTail(text, j + 1)
+        return tail && { arrayStart: j, ...tail }
+      }
+      i = end + 1
+      continue
+    }
+    if (code === 123 || code === 91) depth++
+    else if (code === 125 || code === 93) depth--
+    i++
+  }
+  return undefined
+}
+
+/**
+ * From just inside an array (after `[` or after an element), the index of its closing `]` and
+ * the index just after its last element.
+ */
+export function arrayTail(
+  text: string,
+  from: number,
+): { arrayEnd: number; lastEnd: number } | undefined {
+  let depth = 0
+  let lastEnd = from
+  for (let i = from; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === 34) {
+      const end = stringEnd(text, i)
+      if (end < 0) return undefined
+      i = end
+      if (depth === 0) lastEnd = end + 1
+      continue
+    }
+    if (code === 123 || code === 91) depth++
+    else if (code === 125 || code === 93) {
+      if (depth === 0) return code === 93 ? { arrayEnd: i, lastEnd } : undefined
+      depth--
+      if (depth === 0) lastEnd = i + 1
+    } else if (depth === 0 && code !== 44 && code > 32) {
+      lastEnd = i + 1 // a bare number, true, false or null element
+    }
+  }
+  return undefined
+}
+
+/** The index of the quote that closes the string opening at `start`; -1 when it never closes. */
+function stringEnd(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === 92 /* \ */) i++
+    else if (code === 34) return i
+  }
+  return -1
+}
+
+export function skipSpace(text: string, from: number): number {
+  let i = from
+  while (i < text.length) {
+    const code = text.charCodeAt(i)
+    if (code !== 32 && code !== 10 && code !== 13 && code !== 9) break
+    i++
+  }
+  return i
+}

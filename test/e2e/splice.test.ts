@@ -1,0 +1,140 @@
+/**
+ * The fast path (a request that goes on from the session's previous one) must send exactly the
+ * bytes the full path sends. The same sessions run through a proxy with it and one without.
+ */
+import assert from 'node:assert/strict'
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { packageRoot } from '../../src/config/loop.js'
+import { createLogger } from '../../src/log.js'
+import { createStore } from '../../src/store/index.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import { TestAgent } from '../helpers/agent.js'
+import { chatChunks, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { scriptedModel } from '../helpers/model.js'
+import { postChat, startProxy } from '../helpers/proxy.js'
+import { makeProject } from '../helpers/workspace.js'
+
+const DAY = 86_400_000
+
+function plan(project: string) {
+  const app = join(project, 'app.ts')
+  return [
+    { calls: [{ name: 'Read', args: { file_path: app } }] },
+    { calls: [{ name: 'Read', args: { file_path: app, offset: 5, limit: 5 } }] },
+    {
+      calls: [
+        {
+          name: 'Edit',
+          args: { file_path: app, old_string: 'line7 = 7', new_string: 'line7 = 70' },
+        },
+      ],
+    },
+    { calls: [{ name: 'Glob', args: { pattern: '*.ts', path: project } }] },
+    { calls: [{ name: 'Glob', args: { pattern: '*.ts', path: project } }] },
+    {
+      content: 'Looking again.',
+      calls: [{ name: 'recall', args: { id: '#0001', offset: 1, limit: 2 } }],
+    },
+    { calls: [{ name: 'Bash', args: { command: 'seq 1 800' } }] },
+    { content: 'done' },
+  ]
+}
+
+async function run(spliceChars: number | undefined, stream: boolean) {
+  const project = makeProject()
+  const upstream = await startFakeUpstream(scriptedModel(plan(project)))
+  const lines: string[] = []
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store,
+    workspace: await createWorkspace([project]),
+    log: createLogger('info', (line) => lines.push(line)),
+    ...(spliceChars === undefined ? {} : { spliceChars }),
+  })
+  try {
+    const agent = new TestAgent({
+      proxyUrl: proxy.url,
+      workspace: project,
+      stream,
+      headers: { 'x-session-id': 'splice' },
+    })
+    await agent.ask('work')
+    const spliced = lines
+      .map((line) => JSON.parse(line))
+      .filter((e) => e.event === 'request')
+      .map((e) => e.spliced)
+    return {
+      bodies: upstream.requests.map((r) => r.body.replaceAll(project, '<project>')),
+      spliced,
+    }
+  } finally {
+    await proxy.close()
+    await upstream.close()
+    await store.close()
+    rmSync(project, { recursive: true, force: true })
+  }
+}
+
+for (const stream of [false, true]) {
+  test(`the fast path sends the same bytes as the full path (${stream ? 'streaming' : 'non-streaming'})`, async () => {
+    const fast = await run(undefined, stream)
+    const full = await run(0, stream)
+    assert.deepEqual(
+      full.spliced.filter((s) => s === 1),
+      [],
+      'the full path never splices',
+    )
+    assert.ok(
+      fast.spliced.slice(1).every((s) => s === 1),
+      `every request after the first goes on from the last: ${fast.spliced}`,
+    )
+    assert.equal(fast.bodies.length, full.bodies.length)
+    fast.bodies.forEach((body, i) =>
+      assert.equal(body, full.bodies[i], `upstream request ${i + 1}`),
+    )
+  })
+}
+
+describe('the fast path falls back when the history is not a continuation', () => {
+  let upstream: FakeUpstream
+  before(async () => {
+    upstream = await startFakeUpstream(() => ({ sse: chatChunks({ content: ['ok'] }) }))
+  })
+  after(() => upstream.close())
+
+  test('a recorded opencode session replays identically with and without it, rewinds included', async () => {
+    const requests = readFileSync(
+      packageRoot() + 'test/fixtures/agents/opencode/session.jsonl',
+      'utf8',
+    )
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    // Replay, then a rewind to the 6th request, then the rest again: the fast path must notice.
+    const sequence = [...requests, ...requests.slice(5)]
+    const bodies: string[][] = []
+    for (const spliceChars of [undefined, 0]) {
+      upstream.requests.length = 0
+      const proxy = await startProxy({
+        upstreamUrl: upstream.url,
+        store: await createStore('memory:', { idleTtlMs: DAY }),
+        sessionHeader: 'x-session-affinity',
+        ...(spliceChars === undefined ? {} : { spliceChars }),
+      })
+      try {
+        for (const request of sequence) {
+          const reply = await postChat(proxy.url, request, { 'x-session-affinity': 'ses_replay' })
+          assert.equal(reply.status, 200)
+        }
+        bodies.push(upstream.requests.map((r) => r.body))
+      } finally {
+        await proxy.close()
+      }
+    }
+    assert.equal(bodies[0]!.length, sequence.length)
+    bodies[0]!.forEach((body, i) => assert.equal(body, bodies[1]![i], `request ${i + 1}`))
+  })
+})
