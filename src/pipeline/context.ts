@@ -5,7 +5,7 @@ import type { Upstream } from '../upstream/index.js'
 import type { ChatMessage, ChatRequest, ToolCall } from '../wire/chat.js'
 import type { SessionRef } from './history.js'
 import type { RecallSetup } from './recall.js'
-import { bodyText, type UpstreamBody } from './upstream-body.js'
+import { bodyBytes, type UpstreamBody } from './upstream-body.js'
 
 /** Everything one chat request's upstream exchange needs. */
 export interface Turn {
@@ -34,7 +34,7 @@ export function sendChat(turn: Turn, extra: readonly ChatMessage[] = []) {
     method: 'POST',
     path: '/chat/completions',
     headers: { ...turn.headers, 'content-type': 'application/json' },
-    body: bodyText(turn.body, extra),
+    body: bodyBytes(turn.body, extra),
     signal: turn.signal,
   })
 }

@@ -4,7 +4,7 @@ import { completeChat } from './complete.js'
 import { sendChat, type Turn } from './context.js'
 import { prepareChat, type PrepareDeps } from './prepare.js'
 import { streamChat } from './stream.js'
-import { bodyText } from './upstream-body.js'
+import { bodyBytes } from './upstream-body.js'
 
 export interface PipelineDeps extends PrepareDeps {
   readonly upstream: Upstream
@@ -39,7 +39,7 @@ export type Reply =
 
 export interface ChatInput {
   /** The client's body, as it came. */
-  readonly rawBody: string
+  readonly rawBody: Buffer
   /** The client's headers: identity, session and compaction signals. */
   readonly clientHeaders: Headers
   /** The headers that go upstream (allowlisted). */
@@ -80,8 +80,8 @@ export async function handleChat(input: ChatInput, deps: PipelineDeps): Promise<
   }
   deps.recorder?.record({
     session: session.scope,
-    received: input.rawBody,
-    sent: bodyText(prepared.body),
+    received: input.rawBody.toString('utf8'),
+    sent: bodyBytes(prepared.body).toString('utf8'),
   })
   deps.log.info('request', {
     session: session.scope,

@@ -18,9 +18,9 @@ import {
   type HistoryDeps,
   type HistoryStats,
 } from './history.js'
-import { digestOf, type SpliceCache, type SpliceHit } from './splice.js'
+import type { SpliceCache } from './splice.js'
 import type { RecallSetup } from './recall.js'
-import { buildBody, messagesText, type UpstreamBody } from './upstream-body.js'
+import { appendMessages, buildBody, messagesText, type UpstreamBody } from './upstream-body.js'
 
 export interface PrepareDeps extends HistoryDeps {
   readonly sessionSources: SessionSources
@@ -52,32 +52,30 @@ export type Prepared =
  * messages it appends are parsed, hashed and rendered; the rest is the upstream text sent before.
  */
 export async function prepareChat(
-  text: string,
+  bytes: Buffer,
   headers: Headers,
   compactionSignal: string | undefined,
   deps: PrepareDeps,
 ): Promise<Prepared> {
   const now = (deps.now ?? Date.now)()
-  const fast = await spliced(text, headers, compactionSignal, deps, now)
+  const fast = await spliced(bytes, headers, compactionSignal, deps, now)
   if (fast) return fast
 
-  const request = parseWhole(text, deps.maxDepth)
+  const request = parseWhole(bytes.toString('utf8'), deps.maxDepth)
   const tools = request.tools ?? []
   if (tools.length === 0) return { kind: 'plain', request }
   const identity = identify(headers, request, deps.sessionSources)
   const continuity = continuityOf(request.messages, compactionSignal, deps, now)
   const session = await findSession(request.messages, identity, deps.store, continuity)
   const rebuilt = await rebuildHistory(request.messages, tools, session, deps, continuity)
-  const upstreamMessages = messagesText(rebuilt.messages)
-  const span = messagesSpan(text)
+  const upstreamMessages = Buffer.from(messagesText(rebuilt.messages))
+  const span = messagesSpan(bytes)
   if (span && session.scope !== undefined) {
-    const { digest } = digestOf(text, span.lastEnd)
     deps.splice.remember(spliceKey(headers, deps.sessionSources), {
       scope: session.scope,
       arrayStart: span.arrayStart,
-      lastEnd: span.lastEnd,
-      digest,
-      messagesText: upstreamMessages,
+      prefix: bytes.subarray(0, span.lastEnd),
+      messages: upstreamMessages,
       history: rebuilt.state,
     })
   }
@@ -86,20 +84,22 @@ export async function prepareChat(
 
 /** The fast path; undefined when the request does not go on from a remembered one. */
 async function spliced(
-  text: string,
+  bytes: Buffer,
   headers: Headers,
   compactionSignal: string | undefined,
   deps: PrepareDeps,
   now: number,
 ): Promise<Prepared | undefined> {
   const key = spliceKey(headers, deps.sessionSources)
-  const hit: SpliceHit | undefined = deps.splice.find(key, text)
-  if (!hit) return undefined
-  const { state } = hit
-  const tail = arrayTail(text, state.lastEnd)
+  const state = deps.splice.find(key, bytes)
+  if (!state) return undefined
+  const lastEnd = state.prefix.length
+  const tail = arrayTail(bytes, lastEnd)
   if (!tail) return undefined
-  const newText = text.slice(state.lastEnd, tail.arrayEnd).replace(/^\s*,/, '')
-  const restText = text.slice(0, state.arrayStart) + '[]' + text.slice(tail.arrayEnd + 1)
+  // Only what the request appends is decoded and parsed; the fields around the array too.
+  const newText = bytes.toString('utf8', lastEnd, tail.arrayEnd).replace(/^\s*,/, '')
+  const restText =
+    bytes.toString('utf8', 0, state.arrayStart) + '[]' + bytes.toString('utf8', tail.arrayEnd + 1)
   const appended = parseJson('[' + newText + ']', deps.maxDepth)
   const rest = parseJson(restText, deps.maxDepth)
   const checked = checkChatRequest({ ...(rest as object), messages: appended })
@@ -133,15 +133,12 @@ async function spliced(
     continuity,
     state.history,
   )
-  const added = messagesText(rebuilt.messages)
-  const upstreamMessages = added === '' ? state.messagesText : state.messagesText + ',' + added
-  hit.hash.update(text.slice(state.lastEnd, tail.lastEnd))
+  const upstreamMessages = appendMessages(state.messages, messagesText(rebuilt.messages))
   deps.splice.remember(key, {
     scope: state.scope,
     arrayStart: state.arrayStart,
-    lastEnd: tail.lastEnd,
-    digest: hit.hash.digest('hex'),
-    messagesText: upstreamMessages,
+    prefix: bytes.subarray(0, tail.lastEnd),
+    messages: upstreamMessages,
     history: rebuilt.state,
   })
   return finish(request, upstreamMessages, session, { ...rebuilt.stats, spliced: 1 }, deps)
@@ -149,7 +146,7 @@ async function spliced(
 
 function finish(
   request: ChatRequest,
-  upstreamMessages: string,
+  upstreamMessages: Buffer,
   session: SessionRef,
   stats: HistoryStats & { spliced: number },
   deps: PrepareDeps,

@@ -2,41 +2,51 @@ import { randomBytes } from 'node:crypto'
 import type { ChatMessage } from '../wire/chat.js'
 
 /**
- * The body sent upstream, kept as the text around its messages array: known messages are
+ * The body sent upstream, kept as the bytes around its messages array: known messages are
  * spliced in as the bytes they were sent as before, and recall rounds append to the array.
  */
 export interface UpstreamBody {
-  /** The text up to and including the array's `[`. */
-  readonly before: string
+  /** Up to and including the array's `[`. */
+  readonly before: Buffer
   /** The array's elements, joined by commas. */
-  readonly messages: string
-  /** The text from the array's `]` on. */
-  readonly after: string
+  readonly messages: Buffer
+  /** From the array's `]` on. */
+  readonly after: Buffer
 }
 
 // A value no client sends: the place the messages go, found again in the serialized body.
 const SLOT = `\u0000lembas-messages-${randomBytes(8).toString('hex')}`
 const SLOT_JSON = JSON.stringify(SLOT)
+const COMMA = Buffer.from(',')
 
-/** The body with every field of `fields` in its order, and `messagesText` as its messages. */
-export function buildBody(fields: Record<string, unknown>, messagesText: string): UpstreamBody {
+/** The body with every field of `fields` in its order, and `messages` as its messages. */
+export function buildBody(fields: Record<string, unknown>, messages: Buffer): UpstreamBody {
   const text = JSON.stringify({ ...fields, messages: SLOT })
   const at = text.indexOf(SLOT_JSON)
   return {
-    before: text.slice(0, at) + '[',
-    messages: messagesText,
-    after: ']' + text.slice(at + SLOT_JSON.length),
+    before: Buffer.from(text.slice(0, at) + '['),
+    messages,
+    after: Buffer.from(']' + text.slice(at + SLOT_JSON.length)),
   }
 }
 
-/** The body's text, with `extra` messages appended after the known ones. */
-export function bodyText(body: UpstreamBody, extra: readonly ChatMessage[] = []): string {
-  const more = extra.map((message) => JSON.stringify(message)).join(',')
-  const separator = body.messages !== '' && more !== '' ? ',' : ''
-  return body.before + body.messages + separator + more + body.after
+/** The body's bytes, with `extra` messages appended after the known ones. */
+export function bodyBytes(body: UpstreamBody, extra: readonly ChatMessage[] = []): Buffer {
+  const more = extra.length === 0 ? undefined : Buffer.from(messagesText(extra))
+  const parts = [body.before, body.messages]
+  if (more) parts.push(...(body.messages.length > 0 ? [COMMA, more] : [more]))
+  parts.push(body.after)
+  return Buffer.concat(parts)
 }
 
-/** The messages of a rebuilt list as the text of the array's elements. */
+/** Messages as the text of array elements. */
 export function messagesText(messages: readonly ChatMessage[]): string {
   return messages.map((message) => JSON.stringify(message)).join(',')
+}
+
+/** Known message bytes with more appended. */
+export function appendMessages(known: Buffer, added: string): Buffer {
+  if (added === '') return known
+  const more = Buffer.from(added)
+  return known.length === 0 ? more : Buffer.concat([known, COMMA, more])
 }

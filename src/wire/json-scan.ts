@@ -1,7 +1,8 @@
 /**
- * Finds the top-level "messages" array in a chat request's JSON text without parsing it, so a
+ * Finds the top-level "messages" array in a chat request's JSON bytes without parsing it, so a
  * request that repeats a known history can be handled in time proportional to what is new.
- * One pass over the characters; strings and escapes are skipped, brackets counted.
+ * One pass over the bytes; strings and escapes are skipped, brackets counted. Working on UTF-8
+ * bytes is exact: every byte of a multi-byte character is >= 0x80, never a quote or a bracket.
  */
 export interface MessagesSpan {
   /** Index of the array's `[`. */
@@ -12,20 +13,20 @@ export interface MessagesSpan {
   readonly lastEnd: number
 }
 
-export function messagesSpan(text: string): MessagesSpan | undefined {
+export function messagesSpan(text: Uint8Array): MessagesSpan | undefined {
   let depth = 0
   let i = 0
   const n = text.length
   while (i < n) {
-    const code = text.charCodeAt(i)
+    const code = text[i]!
     if (code === 34 /* " */) {
       const end = stringEnd(text, i)
       if (end < 0) return undefined
-      if (depth === 1 && text.slice(i + 1, end) === 'messages') {
+      if (depth === 1 && isMessagesKey(text, i + 1, end)) {
         let j = skipSpace(text, end + 1)
-        if (text.charCodeAt(j) !== 58 /* : */) return undefined
+        if (text[j] !== 58 /* : */) return undefined
         j = skipSpace(text, j + 1)
-        if (text.charCodeAt(j) !== 91 /* [ */) return undefined
+        if (text[j] !== 91 /* [ */) return undefined
         const tail = arrayTail(text, j + 1)
         return tail && { arrayStart: j, ...tail }
       }
@@ -44,13 +45,13 @@ export function messagesSpan(text: string): MessagesSpan | undefined {
  * the index just after its last element.
  */
 export function arrayTail(
-  text: string,
+  text: Uint8Array,
   from: number,
 ): { arrayEnd: number; lastEnd: number } | undefined {
   let depth = 0
   let lastEnd = from
   for (let i = from; i < text.length; i++) {
-    const code = text.charCodeAt(i)
+    const code = text[i]!
     if (code === 34) {
       const end = stringEnd(text, i)
       if (end < 0) return undefined
@@ -71,19 +72,25 @@ export function arrayTail(
 }
 
 /** The index of the quote that closes the string opening at `start`; -1 when it never closes. */
-function stringEnd(text: string, start: number): number {
+function stringEnd(text: Uint8Array, start: number): number {
   for (let i = start + 1; i < text.length; i++) {
-    const code = text.charCodeAt(i)
+    const code = text[i]
     if (code === 92 /* \ */) i++
     else if (code === 34) return i
   }
   return -1
 }
 
-export function skipSpace(text: string, from: number): number {
+const MESSAGES = [109, 101, 115, 115, 97, 103, 101, 115] // "messages"
+
+function isMessagesKey(text: Uint8Array, start: number, end: number): boolean {
+  return end - start === MESSAGES.length && MESSAGES.every((byte, k) => text[start + k] === byte)
+}
+
+export function skipSpace(text: Uint8Array, from: number): number {
   let i = from
   while (i < text.length) {
-    const code = text.charCodeAt(i)
+    const code = text[i]
     if (code !== 32 && code !== 10 && code !== 13 && code !== 9) break
     i++
   }

@@ -4,37 +4,47 @@ import fc from 'fast-check'
 import { arrayTail, messagesSpan } from '../../src/wire/json-scan.js'
 
 test('finds the top-level messages array, not a nested or quoted one', () => {
-  const text =
-    '{"x":{"messages":[1]},"s":"\\"messages\\": [","messages": [ {"a":"]"} , [2] ,3 ],"tools":[]}'
-  const span = messagesSpan(text)!
-  assert.equal(text[span.arrayStart], '[')
-  assert.equal(text[span.arrayEnd], ']')
-  assert.deepEqual(JSON.parse(text.slice(span.arrayStart, span.arrayEnd + 1)), [{ a: ']' }, [2], 3])
-  assert.equal(text.slice(span.lastEnd - 1, span.lastEnd), '3')
-  assert.equal(messagesSpan('{"messages":[]}')!.lastEnd, 13)
-  assert.equal(messagesSpan('{"model":"m"}'), undefined)
+  const bytes = Buffer.from(
+    '{"x":{"messages":[1]},"s":"\\"messages\\": [","messages": [ {"a":"]é"} , [2] ,3 ],"tools":[]}',
+  )
+  const at = (i: number) => bytes.toString('utf8', i, i + 1)
+  const span = messagesSpan(bytes)!
+  assert.equal(at(span.arrayStart), '[')
+  assert.equal(at(span.arrayEnd), ']')
+  assert.deepEqual(JSON.parse(bytes.toString('utf8', span.arrayStart, span.arrayEnd + 1)), [
+    { a: ']é' },
+    [2],
+    3,
+  ])
+  assert.equal(at(span.lastEnd - 1), '3')
+  assert.equal(messagesSpan(Buffer.from('{"messages":[]}'))!.lastEnd, 13)
+  assert.equal(messagesSpan(Buffer.from('{"model":"m"}')), undefined)
 })
 
-test('agrees with JSON.parse on random chat-like bodies', () => {
+test('agrees with JSON.parse on random chat-like bodies, multi-byte text included', () => {
   const message = fc.record({
     role: fc.constantFrom('user', 'tool'),
-    content: fc.string({ maxLength: 40 }),
+    content: fc.string({ unit: 'grapheme', maxLength: 40 }),
   })
   fc.assert(
     fc.property(
       fc.array(message, { maxLength: 8 }),
       fc.string({ maxLength: 20 }),
       (messages, model) => {
-        const text = JSON.stringify({ model, messages, tools: [{ type: 'function' }] })
-        const span = messagesSpan(text)
+        const bytes = Buffer.from(
+          JSON.stringify({ model, messages, tools: [{ type: 'function' }] }),
+        )
+        const span = messagesSpan(bytes)
         if (!span) return false
-        const inner = JSON.parse(text.slice(span.arrayStart, span.arrayEnd + 1))
-        const head = text.slice(0, span.lastEnd)
-        const tail = arrayTail(text, span.arrayStart + 1)
+        const inner: unknown = JSON.parse(
+          bytes.toString('utf8', span.arrayStart, span.arrayEnd + 1),
+        )
+        const head = bytes.toString('utf8', 0, span.lastEnd)
+        const tail = arrayTail(bytes, span.arrayStart + 1)
         return (
           JSON.stringify(inner) === JSON.stringify(messages) &&
           tail?.arrayEnd === span.arrayEnd &&
-          head.endsWith(messages.length ? '}' : '[')
+          head.endsWith(messages.length > 0 ? '}' : '[')
         )
       },
     ),
