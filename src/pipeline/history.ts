@@ -128,6 +128,9 @@ async function continuedSession(
   return recent.length === 1 ? recent[0] : undefined
 }
 
+/** Sessions this process has listed already: listing is once per session, not per request. */
+const listedSessions = new Set<string>()
+
 /** Lists a new implicit session under its system prompt, for finding it after a compaction. */
 async function listSession(
   identity: Identity,
@@ -135,10 +138,15 @@ async function listSession(
   systemKey: string,
   store: Store,
 ): Promise<void> {
+  const memo = scope + '\u0000' + systemKey
+  if (listedSessions.has(memo)) return
   const key = keys.sessionsOf(systemKey)
   const listed = parseRecord<string[]>(await store.getLatest(identity.tenant, key)) ?? []
-  if (listed.includes(scope)) return
-  await store.setLatest(identity.tenant, key, JSON.stringify([...listed, scope].slice(-16)))
+  if (!listed.includes(scope)) {
+    await store.setLatest(identity.tenant, key, JSON.stringify([...listed, scope].slice(-16)))
+  }
+  if (listedSessions.size > 10_000) listedSessions.clear()
+  listedSessions.add(memo)
 }
 
 interface Slot {
@@ -168,7 +176,7 @@ export async function rebuildHistory(
       assistants.push({ index, message, key: assistantKey(message) })
   })
 
-  let { toolRecords, hiddenRecords } = await readRecords(
+  let { toolRecords, hiddenRecords, callIds } = await readRecords(
     session.scope,
     tools,
     assistants,
@@ -177,7 +185,7 @@ export async function rebuildHistory(
   const fresh = tools.filter((slot) => !toolRecords.has(slot.key))
   if (fresh.length > 0 && (await claimOwnership(session, fresh, deps.store))) {
     // Another replica created this session first: its records are the ones to use.
-    ;({ toolRecords, hiddenRecords } = await readRecords(
+    ;({ toolRecords, hiddenRecords, callIds } = await readRecords(
       session.scope,
       tools,
       assistants,
@@ -187,7 +195,16 @@ export async function rebuildHistory(
   const stillFresh = tools.filter((slot) => !toolRecords.has(slot.key))
   const written =
     stillFresh.length > 0
-      ? await renderFresh(messages, definitions, stillFresh, toolRecords, session, deps, start)
+      ? await renderFresh(
+          messages,
+          definitions,
+          stillFresh,
+          toolRecords,
+          session,
+          deps,
+          start,
+          callIds,
+        )
       : new Map<string, ToolRecord>()
   for (const [key, record] of written) toolRecords.set(key, record)
 
@@ -250,29 +267,46 @@ async function rememberSession(
   if (hadFresh) await listSession(session.identity, scope, continuity.systemKey, store)
 }
 
+/** The first result a tool call id came with: its id, and the message it was. */
+interface CallIdRecord {
+  readonly n: number
+  readonly key: string
+}
+
+interface Records {
+  toolRecords: Map<string, ToolRecord>
+  hiddenRecords: Map<string, HiddenRecord>
+  callIds: Map<string, CallIdRecord>
+}
+
+/** One batched read of everything the request's messages may have in the store. */
 async function readRecords(
   scope: string | undefined,
   tools: readonly Slot[],
   assistants: readonly Slot[],
   store: Store,
-): Promise<{ toolRecords: Map<string, ToolRecord>; hiddenRecords: Map<string, HiddenRecord> }> {
-  const toolRecords = new Map<string, ToolRecord>()
-  const hiddenRecords = new Map<string, HiddenRecord>()
-  if (scope === undefined || tools.length + assistants.length === 0)
-    return { toolRecords, hiddenRecords }
+): Promise<Records> {
+  const records: Records = { toolRecords: new Map(), hiddenRecords: new Map(), callIds: new Map() }
+  if (scope === undefined || tools.length + assistants.length === 0) return records
+  const callIds = tools.map((slot) => slot.message.tool_call_id ?? '')
   const values = await store.get(scope, [
     ...tools.map((slot) => keys.tool(slot.key)),
     ...assistants.map((slot) => keys.hidden(slot.key)),
+    ...callIds.map(keys.callId),
   ])
   tools.forEach((slot, i) => {
     const record = parseRecord<ToolRecord>(values[i])
-    if (record) toolRecords.set(slot.key, record)
+    if (record) records.toolRecords.set(slot.key, record)
   })
   assistants.forEach((slot, i) => {
     const record = parseRecord<HiddenRecord>(values[tools.length + i])
-    if (record) hiddenRecords.set(slot.key, record)
+    if (record) records.hiddenRecords.set(slot.key, record)
   })
-  return { toolRecords, hiddenRecords }
+  callIds.forEach((id, i) => {
+    const record = parseRecord<CallIdRecord>(values[tools.length + assistants.length + i])
+    if (record) records.callIds.set(id, record)
+  })
+  return records
 }
 
 /**
@@ -302,16 +336,12 @@ async function renderFresh(
   session: SessionRef,
   deps: HistoryDeps,
   start: HistoryState | undefined,
+  callIds: ReadonlyMap<string, CallIdRecord>,
 ): Promise<Map<string, ToolRecord>> {
   const scope = session.ensure()
   // A tool message whose call id the session knows, with other content, is the client's own
   // rewrite of an old result (a pruned "[Old tool result content cleared]"): it keeps its id.
-  const earlier = (
-    await deps.store.get(
-      scope,
-      fresh.map((slot) => keys.callId(slot.message.tool_call_id ?? '')),
-    )
-  ).map((value) => parseRecord<{ n: number; key: string }>(value))
+  const earlier = fresh.map((slot) => callIds.get(slot.message.tool_call_id ?? ''))
   const claimed = await deps.store.claimIds(
     scope,
     fresh.filter((_, i) => earlier[i] === undefined).map((slot) => keys.tool(slot.key)),
@@ -319,10 +349,8 @@ async function renderFresh(
   let nextClaimed = 0
   const numbers = fresh.map((_, i) => earlier[i]?.n ?? claimed[nextClaimed++]!)
   // What the rewritten results were: a full read among them still counts for a summary's table.
-  const originals = await deps.store.get(
-    scope,
-    earlier.flatMap((original) => (original ? [keys.tool(original.key)] : [])),
-  )
+  const rewrites = earlier.flatMap((original) => (original ? [keys.tool(original.key)] : []))
+  const originals = rewrites.length > 0 ? await deps.store.get(scope, rewrites) : []
   const originalRead = new Map<string, TableRead | undefined>()
   let nextOriginal = 0
   fresh.forEach((slot, i) => {
@@ -409,14 +437,13 @@ async function renderFresh(
     addShown(table, record)
   }
 
-  // Full results and file contents first, then the renderings that point at them: a crash in
-  // between leaves no rendering whose recall would fail. First writer wins: a concurrent twin
-  // reads ours back.
-  await deps.store.putIfAbsent(scope, writes)
+  // One atomic batch: the renderings with the full results and file contents they stand for,
+  // so no rendering is ever stored without what its recall shows. First writer wins: a
+  // concurrent twin of this request reads ours back.
   const entries = [...rendered].map(
     ([key, record]) => [keys.tool(key), JSON.stringify(record)] as const,
   )
-  const winners = await deps.store.putIfAbsent(scope, entries)
+  const winners = await deps.store.putIfAbsent(scope, [...entries, ...writes])
   const out = new Map<string, ToolRecord>()
   entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
   return out
