@@ -12,7 +12,13 @@ import {
   type FakeUpstream,
   type RecordedRequest,
 } from '../helpers/fake-upstream.js'
-import { chatRequests, prefixViolations, scriptedModel, type Say } from '../helpers/model.js'
+import {
+  chatRequests,
+  prefixViolations,
+  scriptedModel,
+  type Say,
+  toolTexts,
+} from '../helpers/model.js'
 import { startProxy, type TestProxy } from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
@@ -35,10 +41,6 @@ function table(rows: string[]): string {
     ...rows,
     '',
   ].join('\n')
-}
-
-function toolTexts(request: any): string[] {
-  return request.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)
 }
 
 /** The agent compacts as Claude Code does: its history becomes the system prompt and a summary. */

@@ -7,17 +7,13 @@ import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { TestAgent } from '../helpers/agent.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
-import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
+import { chatRequests, prefixViolations, scriptedModel, toolTexts } from '../helpers/model.js'
 import { startProxy } from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
 const sha8 = (path: string) =>
   createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
-
-function toolTexts(request: any): string[] {
-  return request.messages.filter((m: any) => m.role === 'tool').map((m: any) => m.content)
-}
 
 for (const mode of ['workspace', 'blind'] as const) {
   describe(`edits are answered with their diff (${mode} mode)`, () => {

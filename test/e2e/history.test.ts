@@ -8,7 +8,7 @@ import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { TestAgent } from '../helpers/agent.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
-import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
+import { chatRequests, prefixViolations, scriptedModel, toolTexts } from '../helpers/model.js'
 import { promptBlock, startProxy } from '../helpers/proxy.js'
 import { startRedis } from '../helpers/redis-server.js'
 import { makeProject } from '../helpers/workspace.js'
@@ -30,12 +30,6 @@ function sessionPlan(project: string) {
     { calls: [{ name: 'Bash', args: { command: 'seq 1 1000' } }] },
     { content: 'All done.' },
   ]
-}
-
-function toolTexts(request: any): string[] {
-  return request.messages
-    .filter((m: any) => m.role === 'tool')
-    .map((m: any) => (typeof m.content === 'string' ? m.content : m.content[0].text))
 }
 
 for (const stream of [false, true]) {

@@ -81,3 +81,10 @@ export function prefixViolations(requests: readonly RecordedRequest[]): string[]
   }
   return problems
 }
+
+/** The texts of the tool messages a chat request carries (the first text part of parts). */
+export function toolTexts(request: any): string[] {
+  return request.messages
+    .filter((m: any) => m.role === 'tool')
+    .map((m: any) => (typeof m.content === 'string' ? m.content : m.content[0].text))
+}
