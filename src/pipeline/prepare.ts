@@ -60,7 +60,45 @@ export async function prepareChat(
   const now = (deps.now ?? Date.now)()
   const fast = await spliced(bytes, headers, compactionSignal, deps, now)
   if (fast) return fast
+  // A whole parse of a long history takes several times its size in memory: a few at a time
+  // keep many sessions starting at once (a restart, a cold replica) from exhausting memory.
+  const release = await fullParses.acquire()
+  try {
+    return await prepareWhole(bytes, headers, compactionSignal, deps, now)
+  } finally {
+    release()
+  }
+}
 
+/** A small counting semaphore. */
+class Slots {
+  #free: number
+  readonly #waiting: (() => void)[] = []
+
+  constructor(count: number) {
+    this.#free = count
+  }
+
+  async acquire(): Promise<() => void> {
+    if (this.#free > 0) this.#free--
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve))
+    return () => {
+      const next = this.#waiting.shift()
+      if (next) next()
+      else this.#free++
+    }
+  }
+}
+
+const fullParses = new Slots(4)
+
+async function prepareWhole(
+  bytes: Buffer,
+  headers: Headers,
+  compactionSignal: string | undefined,
+  deps: PrepareDeps,
+  now: number,
+): Promise<Prepared> {
   const request = parseWhole(bytes.toString('utf8'), deps.maxDepth)
   const tools = request.tools ?? []
   if (tools.length === 0) return { kind: 'plain', request }

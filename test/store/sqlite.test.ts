@@ -58,7 +58,7 @@ describe('sqlite store', () => {
     assert.deepEqual(await again.get('s', ['k']), ['v\u0000é'])
     assert.deepEqual(await again.claimIds('s', ['c', 'a']), [3, 1])
     assert.equal(again.db.pragma('journal_mode', { simple: true }), 'wal')
-    assert.equal(again.db.pragma('synchronous', { simple: true }), 2) // FULL
+    assert.equal(again.db.pragma('synchronous', { simple: true }), 1) // NORMAL
     assert.equal(again.db.pragma('busy_timeout', { simple: true }), 5000)
     assert.equal(again.db.pragma('user_version', { simple: true }), 1)
     await again.close()
