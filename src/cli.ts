@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { serve } from '@hono/node-server'
-import { loadLoop, loadPromptBlock, packageRoot } from './config/loop.js'
+import { loadLoop, packageRoot } from './config/loop.js'
 import { helpText, parseCommandLine, type Config } from './config/flags.js'
-import { sessionSources } from './config/sessions.js'
+import { pipelineSettings } from './config/pipeline.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { createLogger } from './log.js'
-import { recallSetup } from './pipeline/recall.js'
+import { createRecorder } from './record/recorder.js'
+import { runReplay } from './replay/command.js'
 import { createStore, defaultSqlitePath } from './store/index.js'
-import { defaultProfile } from './tools/index.js'
 import { createUpstream } from './upstream/index.js'
 import { createWorkspace } from './workspace/index.js'
 
@@ -18,7 +18,10 @@ async function main(): Promise<void> {
   const version = (
     JSON.parse(readFileSync(packageRoot() + 'package.json', 'utf8')) as { version: string }
   ).version
-  const parsed = parseCommandLine(process.argv.slice(2), process.env)
+  const argv = process.argv.slice(2)
+  // A subcommand comes before any flag: `lembas-proxy replay FILE...`.
+  if (argv[0] === 'replay') return void process.stdout.write(await runReplay(argv.slice(1)))
+  const parsed = parseCommandLine(argv, process.env)
   if (parsed.kind === 'help') return void process.stdout.write(helpText(version))
   if (parsed.kind === 'version') return void process.stdout.write(version + '\n')
   await run(parsed.config)
@@ -32,22 +35,17 @@ async function run(config: Config): Promise<void> {
     idleTtlMs: config.idleTtlMs,
   })
   const upstream = createUpstream({ baseUrl: config.upstream, timeoutMs: config.upstreamTimeoutMs })
+  const recorder = config.record ? openRecorder(config.record, log) : undefined
   const app = createApp({
+    ...pipelineSettings(loop, { sessionHeader: config.sessionHeader }),
     store,
     upstream,
     workspace,
-    rules: loop.context,
-    profile: defaultProfile,
-    promptBlock: loadPromptBlock(),
-    recall: recallSetup(loop.proxy.recall),
     log,
-    continueWithinMs: loop.proxy.sessions.continue_within_ms,
-    options: {
-      sessionSources: sessionSources(loop, config.sessionHeader),
-      compactionHeader: config.compactionHeader,
-      maxBodyBytes: config.maxBodyBytes,
-    },
+    recorder,
+    options: { compactionHeader: config.compactionHeader, maxBodyBytes: config.maxBodyBytes },
   })
+
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
     process.stdout.write(
@@ -63,7 +61,7 @@ async function run(config: Config): Promise<void> {
   const stop = async (signal: string) => {
     log.info('stopping', { signal })
     server.close()
-    await Promise.allSettled([upstream.close(), store.close()])
+    await Promise.allSettled([upstream.close(), store.close(), recorder?.close()])
     process.exit(0)
   }
   process.once('SIGINT', () => void stop('SIGINT'))
@@ -75,6 +73,16 @@ async function openWorkspace(roots: readonly string[]) {
     return await createWorkspace(roots)
   } catch (error) {
     throw new LembasError('config_invalid', `--workspace: ${(error as Error).message}`)
+  }
+}
+
+function openRecorder(dir: string, log: ReturnType<typeof createLogger>) {
+  try {
+    const recorder = createRecorder(dir, { log })
+    log.info('recording', { path: recorder.path })
+    return recorder
+  } catch (error) {
+    throw new LembasError('config_invalid', `--record: ${(error as Error).message}`)
   }
 }
 

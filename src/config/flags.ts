@@ -55,6 +55,11 @@ export const FLAGS = {
     default: 'info',
     help: 'debug, info, warn, error or silent',
   },
+  record: {
+    env: 'LEMBAS_RECORD',
+    default: '',
+    help: 'directory to append each chat request to, as received and as sent (JSONL, no headers, keys redacted); see lembas-proxy replay',
+  },
 } as const
 
 type FlagName = keyof typeof FLAGS
@@ -83,6 +88,7 @@ const ConfigSchema = z.object({
     .positive()
     .transform((days) => Math.round(days * 86_400_000)),
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']),
+  record: z.string(),
 })
 
 export type Config = z.infer<typeof ConfigSchema>
@@ -138,6 +144,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     maxBodyBytes: pick('max-body-mb'),
     idleTtlMs: pick('idle-ttl-days'),
     logLevel: pick('log-level'),
+    record: pick('record'),
   })
   if (!result.success) {
     const flagOf: Record<string, string> = {
@@ -166,6 +173,7 @@ export function helpText(version: string): string {
     `lembas-proxy ${version} — an OpenAI-compatible proxy that keeps tool results small without breaking the prompt cache`,
     '',
     'Usage: lembas-proxy [flags]',
+    '       lembas-proxy replay [--json] [--price-per-mtok N] [--cached-discount F] FILE...',
     '',
     ...rows,
     '  -h, --help              this text',

@@ -5,13 +5,20 @@ import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../er
 import type { Logger } from '../log.js'
 import { handleChat, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { isAbortError } from '../upstream/index.js'
+import { AUTH_HEADER, sharedSecret } from './auth.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
 
 export interface AppOptions {
   /** A header by which any client can say "this request starts with a summary". */
   readonly compactionHeader: string
   readonly maxBodyBytes: number
+  /** `--auth`: when set, every route but GET /healthz needs it in `x-lembas-auth`. */
+  readonly authSecret?: string | undefined
 }
+
+/** The proxy's own header never reaches the upstream, with or without a secret configured. */
+const upstreamHeaders = (incoming: Headers) =>
+  requestHeadersForUpstream(incoming, { drop: [AUTH_HEADER] })
 
 export interface AppDeps extends PipelineDeps {
   readonly options: AppOptions
@@ -25,6 +32,7 @@ export function createApp(deps: AppDeps): Hono {
   app.notFound((c) =>
     c.json(openAIErrorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404),
   )
+  if (deps.options.authSecret) app.use('*', sharedSecret(deps.options.authSecret))
 
   app.get('/healthz', async (c) => {
     try {
@@ -42,7 +50,7 @@ export function createApp(deps: AppDeps): Hono {
         rawBody,
         clientHeaders: c.req.raw.headers,
         compactionSignal: c.req.header(deps.options.compactionHeader),
-        headers: requestHeadersForUpstream(c.req.raw.headers),
+        headers: upstreamHeaders(c.req.raw.headers),
         signal: c.req.raw.signal,
       },
       deps,
@@ -52,7 +60,7 @@ export function createApp(deps: AppDeps): Hono {
 
   app.all('/v1/*', async (c) => {
     const url = new URL(c.req.url)
-    const headers = requestHeadersForUpstream(c.req.raw.headers)
+    const headers = upstreamHeaders(c.req.raw.headers)
     // Bytes pass through untouched here, compressed or not, so the client's choice stands.
     const encoding = c.req.header('accept-encoding')
     if (encoding) headers['accept-encoding'] = encoding
@@ -155,5 +163,7 @@ function errorResponse(c: Context, error: unknown, log: Logger): Response {
   if (kind === 'internal') log.error('internal-error', { message, stack: (error as Error).stack })
   else log.warn('request-failed', { kind, message })
   const headers: Record<string, string> = kind === 'store_unavailable' ? { 'retry-after': '1' } : {}
+  // The rest of a refused body is never read: the connection cannot carry another request.
+  if (kind === 'body_too_large') headers['connection'] = 'close'
   return c.json(openAIErrorBody(kind, message), ERROR_KINDS[kind].status as never, headers)
 }

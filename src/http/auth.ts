@@ -1,0 +1,38 @@
+/**
+ * `--auth SECRET`: an optional shared secret between the agent and the proxy. It travels in a
+ * header of its own, so the client's `Authorization` (the upstream's API key) stays untouched,
+ * and it never goes further than the proxy: the header is dropped before anything is forwarded.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { MiddlewareHandler } from 'hono'
+import { openAIErrorBody } from '../errors.js'
+
+/** The request header that carries the shared secret. */
+export const AUTH_HEADER = 'x-lembas-auth'
+
+/**
+ * Refuses every request but `GET /healthz` that does not carry `secret` in `x-lembas-auth`, with
+ * a 401 in the OpenAI error shape. The comparison takes the same time whatever the value sent:
+ * both sides are hashed first, so neither the secret's bytes nor its length leak through timing.
+ * @example app.use('*', sharedSecret('s3cret'))
+ */
+export function sharedSecret(secret: string): MiddlewareHandler {
+  if (secret === '') throw new Error('the shared secret must not be empty')
+  const expected = digest(secret)
+  return async (c, next) => {
+    if (c.req.method === 'GET' && c.req.path === '/healthz') return next()
+    const given = c.req.header(AUTH_HEADER)
+    if (given === undefined || !timingSafeEqual(digest(given), expected)) {
+      const message =
+        given === undefined
+          ? `this proxy needs its shared secret in the ${AUTH_HEADER} header (--auth)`
+          : `the ${AUTH_HEADER} header does not match the proxy's shared secret (--auth)`
+      return c.json(openAIErrorBody('unauthorized', message), 401)
+    }
+    return next()
+  }
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest()
+}

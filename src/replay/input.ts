@@ -1,0 +1,96 @@
+/**
+ * Replay input: JSONL files, either `--record` lines (`{at, session, received, sent}`: the
+ * client's body is `received`, the session the recorded one) or plain chat request bodies, one
+ * per line (a file is one session), as test/fixtures/agents/<agent>/session.jsonl holds them.
+ */
+import { createReadStream } from 'node:fs'
+import { createInterface } from 'node:readline'
+import { isRecord } from '../wire/chat.js'
+
+export interface ReplayEntry {
+  /** Where the line came from, for messages. */
+  readonly file: string
+  readonly line: number
+  /** The session's key: the recorded session, else the file. */
+  readonly session: string
+  /** A name for the tables. */
+  readonly name: string
+  /** The client's body as text, as the client sent it when the line is a plain body. */
+  readonly body: string
+}
+
+export interface SkippedLine {
+  readonly file: string
+  readonly line: number
+  readonly reason: string
+}
+
+/** A source of lines: a file on disk, or lines made in memory (tests, the trace generator). */
+export interface ReplaySource {
+  readonly name: string
+  readonly lines: AsyncIterable<string> | Iterable<string>
+}
+
+/** A file's lines, opened only when they are read (an open reader would lose them meanwhile). */
+export function fileSource(path: string): ReplaySource {
+  return {
+    name: path,
+    lines: {
+      async *[Symbol.asyncIterator]() {
+        const input = createReadStream(path, 'utf8')
+        try {
+          yield* createInterface({ input, crlfDelay: Infinity })
+        } finally {
+          input.destroy()
+        }
+      },
+    },
+  }
+}
+
+/** The entries of each source in order; a line that is not a request is reported, not fatal. */
+export async function* readEntries(
+  sources: readonly ReplaySource[],
+  skipped: (line: SkippedLine) => void,
+): AsyncGenerator<ReplayEntry> {
+  for (const source of sources) {
+    let number = 0
+    for await (const raw of source.lines) {
+      number++
+      const text = raw.trim()
+      if (text === '') continue
+      let json: unknown
+      try {
+        json = JSON.parse(text)
+      } catch (error) {
+        skipped({ file: source.name, line: number, reason: (error as Error).message })
+        continue
+      }
+      if (isRecord(json) && isRecord(json.received)) {
+        const session = typeof json.session === 'string' ? json.session : undefined
+        yield {
+          file: source.name,
+          line: number,
+          session: session === undefined ? 'file:' + source.name : 'session:' + session,
+          name: session === undefined ? source.name : `${source.name} ${shortSession(session)}`,
+          body: JSON.stringify(json.received),
+        }
+      } else if (isRecord(json) && Array.isArray(json.messages)) {
+        yield {
+          file: source.name,
+          line: number,
+          session: 'file:' + source.name,
+          name: source.name,
+          body: text,
+        }
+      } else {
+        skipped({ file: source.name, line: number, reason: 'neither a chat request nor a record' })
+      }
+    }
+  }
+}
+
+/** The end of a store scope (`tenant/e…`), enough to tell sessions apart in a table. */
+function shortSession(session: string): string {
+  return session.length > 12 ? '…' + session.slice(-10) : session
+}

@@ -1,0 +1,339 @@
+/**
+ * `lembas-proxy replay`: each session's client requests, in order, through the real proxy (the
+ * app in this process, a memory store, a loopback upstream that answers "ok"), and for each
+ * request the input tokens three ways: as the client sent it (no proxy), as the proxy sent it
+ * upstream, and as an agent that masks its old tool results would have sent it (the baseline).
+ * The part of each request that repeats the start of the previous one is what a prompt cache
+ * can serve: it is priced at the cached rate.
+ */
+import { once } from 'node:events'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { loadLoop } from '../config/loop.js'
+import { pipelineSettings } from '../config/pipeline.js'
+import { createApp } from '../http/app.js'
+import { silentLogger } from '../log.js'
+import { createStore } from '../store/index.js'
+import { createUpstream } from '../upstream/index.js'
+import { isRecord } from '../wire/chat.js'
+import { actionReader, addActions, noActions, toolCallIds, type Actions } from './actions.js'
+import { maskOldToolResults, type MaskOptions } from './baseline.js'
+import { readEntries, type ReplaySource, type SkippedLine } from './input.js'
+import { commonPrefix, TokenCounter, type TokenSequence } from './tokens.js'
+
+export interface ReplayOptions {
+  /** Dollars per million uncached input tokens. */
+  readonly pricePerMTok: number
+  /** The share of that price taken off a cached token: 0.9 bills it at 10 %. */
+  readonly cachedDiscount: number
+  readonly mask: MaskOptions
+}
+
+export const DEFAULT_OPTIONS: ReplayOptions = {
+  pricePerMTok: 3,
+  cachedDiscount: 0.9,
+  mask: { keep: 2, unit: 'user' },
+}
+
+/** The three ways a request could have gone upstream. */
+export const SIDES = ['client', 'proxy', 'masked'] as const
+export type Side = (typeof SIDES)[number]
+
+/** One request, one side. */
+export interface RequestSide {
+  readonly tokens: number
+  /** Tokens at its start that repeat the start of the previous request of the session. */
+  readonly cached: number
+  /** Tokens of the previous request of the session (null: the first). */
+  readonly previous: number | null
+  /** Share of the previous request's tokens that this one repeats from its start (null: first). */
+  readonly kept: number | null
+  readonly cost: number
+}
+
+export interface RequestReport {
+  readonly file: string
+  readonly line: number
+  readonly status: number
+  readonly error?: string
+  readonly tools: boolean
+  readonly sides?: Record<Side, RequestSide>
+  readonly actions?: Actions
+}
+
+export interface SideTotals {
+  tokens: number
+  cached: number
+  /** Σ tokens of the previous request, over the requests that have one. */
+  previousTokens: number
+  /** Requests (after a session's first) that do not repeat all of the previous one. */
+  breaks: number
+  /** Tokens of the largest request: the context window the session needs. */
+  largest: number
+  cost: number
+}
+
+export interface Totals {
+  requests: number
+  failed: number
+  sides: Record<Side, SideTotals>
+  actions: Actions
+}
+
+export interface SessionReport {
+  readonly name: string
+  readonly totals: Totals
+  readonly requests: RequestReport[]
+}
+
+export interface ReplayReport {
+  readonly options: ReplayOptions
+  readonly sessions: SessionReport[]
+  readonly total: Totals
+  readonly skipped: SkippedLine[]
+}
+
+interface SessionState {
+  readonly report: SessionReport
+  readonly header: string
+  previous?: Record<Side, TokenSequence>
+  knownTools: Set<string>
+}
+
+const DAY_MS = 86_400_000
+const SESSION_HEADER = 'x-lembas-replay-session'
+
+export async function replay(
+  sources: readonly ReplaySource[],
+  options: ReplayOptions = DEFAULT_OPTIONS,
+): Promise<ReplayReport> {
+  const loop = loadLoop()
+  const upstreamServer = await startAnsweringUpstream()
+  const upstream = createUpstream({ baseUrl: upstreamServer.url, timeoutMs: 600_000 })
+  const store = await createStore('memory:', { idleTtlMs: 365 * DAY_MS })
+  const app = createApp({
+    ...pipelineSettings(loop, { sessionHeader: SESSION_HEADER }),
+    store,
+    upstream,
+    log: silentLogger,
+    options: { compactionHeader: 'x-lembas-compaction', maxBodyBytes: 2 ** 30 },
+  })
+  const counter = new TokenCounter()
+  const readActions = actionReader(loop.context)
+  const sessions = new Map<string, SessionState>()
+  const skipped: SkippedLine[] = []
+  try {
+    for await (const entry of readEntries(sources, (line) => skipped.push(line))) {
+      let state = sessions.get(entry.session)
+      if (!state) {
+        state = {
+          report: { name: entry.name, totals: emptyTotals(), requests: [] },
+          header: `replay-${sessions.size + 1}`,
+          knownTools: new Set(),
+        }
+        sessions.set(entry.session, state)
+      }
+      const response = await app.fetch(
+        new Request('http://replay.invalid/v1/chat/completions', {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer lembas-replay',
+            [SESSION_HEADER]: state.header,
+          },
+          body: entry.body,
+        }),
+      )
+      const answer = await response.text()
+      const sent = upstreamServer.take()
+      const client = JSON.parse(entry.body) as Record<string, unknown>
+      const where = { file: entry.file, line: entry.line, tools: hasTools(client) }
+      if (response.status !== 200 || sent[0] === undefined) {
+        const error = errorMessage(answer) ?? `status ${response.status}`
+        state.report.requests.push({ ...where, status: response.status, error })
+        state.report.totals.failed++
+        continue
+      }
+      const upstreamBody = JSON.parse(sent[0]) as Record<string, unknown>
+      const clientMessages = Array.isArray(client.messages) ? client.messages : []
+      const sequences: Record<Side, TokenSequence> = {
+        client: counter.sequence(client),
+        proxy: counter.sequence(upstreamBody),
+        masked: counter.sequence({
+          tools: client.tools,
+          messages: maskOldToolResults(clientMessages, options.mask),
+        }),
+      }
+      const sides = {} as Record<Side, RequestSide>
+      for (const side of SIDES)
+        sides[side] = measure(sequences[side], state.previous?.[side], options)
+      const sentMessages = Array.isArray(upstreamBody.messages) ? upstreamBody.messages : []
+      const actions = readActions(sentMessages, state.knownTools)
+      state.knownTools = toolCallIds(sentMessages)
+      state.previous = sequences
+      state.report.requests.push({ ...where, status: 200, sides, actions })
+      addRequest(state.report.totals, sides, actions)
+    }
+  } finally {
+    await upstream.close()
+    await upstreamServer.close()
+    await store.close()
+  }
+  const reports = [...sessions.values()].map((state) => state.report)
+  const total = emptyTotals()
+  for (const session of reports) addTotals(total, session.totals)
+  return { options, sessions: reports, total, skipped }
+}
+
+function measure(
+  sequence: TokenSequence,
+  previous: TokenSequence | undefined,
+  options: ReplayOptions,
+): RequestSide {
+  const cached = previous ? commonPrefix(previous, sequence) : 0
+  const kept = previous ? (previous.total === 0 ? 1 : cached / previous.total) : null
+  return {
+    tokens: sequence.total,
+    cached,
+    previous: previous ? previous.total : null,
+    kept,
+    cost: price(sequence.total, cached, options),
+  }
+}
+
+/** Dollars for `tokens` input tokens of which `cached` are served from the cache. */
+export function price(tokens: number, cached: number, options: ReplayOptions): number {
+  const uncached = tokens - cached
+  return ((uncached + cached * (1 - options.cachedDiscount)) * options.pricePerMTok) / 1_000_000
+}
+
+function emptySide(): SideTotals {
+  return { tokens: 0, cached: 0, previousTokens: 0, breaks: 0, largest: 0, cost: 0 }
+}
+
+function emptyTotals(): Totals {
+  return {
+    requests: 0,
+    failed: 0,
+    sides: { client: emptySide(), proxy: emptySide(), masked: emptySide() },
+    actions: noActions(),
+  }
+}
+
+function addRequest(totals: Totals, sides: Record<Side, RequestSide>, actions: Actions): void {
+  totals.requests++
+  for (const side of SIDES) {
+    const into = totals.sides[side]
+    const one = sides[side]
+    into.tokens += one.tokens
+    into.cached += one.cached
+    into.cost += one.cost
+    into.largest = Math.max(into.largest, one.tokens)
+    if (one.previous !== null && one.kept !== null) {
+      into.previousTokens += one.previous
+      if (one.kept < 1) into.breaks++
+    }
+  }
+  addActions(totals.actions, actions)
+}
+
+function addTotals(into: Totals, more: Totals): void {
+  into.requests += more.requests
+  into.failed += more.failed
+  for (const side of SIDES) {
+    const a = into.sides[side]
+    const b = more.sides[side]
+    a.tokens += b.tokens
+    a.cached += b.cached
+    a.previousTokens += b.previousTokens
+    a.breaks += b.breaks
+    a.largest = Math.max(a.largest, b.largest)
+    a.cost += b.cost
+  }
+  addActions(into.actions, more.actions)
+}
+
+/**
+ * Σ cached / Σ previous request's tokens: 1 when every request repeats all of the one before it
+ * (a session's first request caches nothing and has no previous one).
+ */
+export function keptShare(side: SideTotals): number | null {
+  return side.previousTokens === 0 ? null : side.cached / side.previousTokens
+}
+
+function hasTools(body: Record<string, unknown>): boolean {
+  return Array.isArray(body.tools) && body.tools.length > 0
+}
+
+function errorMessage(text: string): string | undefined {
+  try {
+    const json: unknown = JSON.parse(text)
+    if (isRecord(json) && isRecord(json.error) && typeof json.error.message === 'string')
+      return json.error.message
+  } catch {
+    // not JSON
+  }
+  return undefined
+}
+
+/**
+ * An OpenAI-compatible upstream on 127.0.0.1 that keeps each body it is sent and answers a small
+ * fixed completion (as SSE when the request streams), so the proxy runs its real client path.
+ */
+async function startAnsweringUpstream(): Promise<{
+  url: string
+  take(): string[]
+  close(): Promise<void>
+}> {
+  let bodies: string[] = []
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = []
+    request.on('data', (chunk: Buffer) => chunks.push(chunk))
+    request.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8')
+      bodies.push(body)
+      let stream = false
+      try {
+        stream = (JSON.parse(body) as { stream?: unknown }).stream === true
+      } catch {
+        // answered as JSON
+      }
+      const message = { role: 'assistant', content: 'ok' }
+      const usage = { prompt_tokens: 0, completion_tokens: 1, total_tokens: 1 }
+      if (stream) {
+        response.writeHead(200, { 'content-type': 'text/event-stream' })
+        const chunk = (delta: object, finish: string | null) =>
+          `data: ${JSON.stringify({ id: 'replay', object: 'chat.completion.chunk', created: 0, model: 'replay', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+        response.end(chunk(message, null) + chunk({}, 'stop') + 'data: [DONE]\n\n')
+      } else {
+        response.writeHead(200, { 'content-type': 'application/json' })
+        response.end(
+          JSON.stringify({
+            id: 'replay',
+            object: 'chat.completion',
+            created: 0,
+            model: 'replay',
+            choices: [{ index: 0, message, finish_reason: 'stop' }],
+            usage,
+          }),
+        )
+      }
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    take() {
+      const taken = bodies
+      bodies = []
+      return taken
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * `lembas-proxy replay`: recorded sessions of real agent CLIs and a generated long session,
+ * replayed through the proxy in process, measured with gpt-tokenizer.
+ */
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { describe, test } from 'node:test'
+import { generateTrace } from '../../bench/traces/generate.js'
+import { packageRoot } from '../../src/config/loop.js'
+import { LembasError } from '../../src/errors.js'
+import { CLEARED, maskOldToolResults } from '../../src/replay/baseline.js'
+import { parseReplayArgs, runReplay } from '../../src/replay/command.js'
+import { fileSource } from '../../src/replay/input.js'
+import {
+  DEFAULT_OPTIONS,
+  keptShare,
+  price,
+  replay,
+  type ReplayOptions,
+  type RequestReport,
+} from '../../src/replay/replay.js'
+import { commonPrefix, TokenCounter } from '../../src/replay/tokens.js'
+
+const fixture = (agent: string) => packageRoot() + `test/fixtures/agents/${agent}/session.jsonl`
+const STEP_MASK: ReplayOptions = { ...DEFAULT_OPTIONS, mask: { keep: 2, unit: 'step' } }
+
+/** Each request's share of the previous one repeated at its start, for one side. */
+function kept(requests: RequestReport[], side: 'client' | 'proxy' | 'masked') {
+  return requests.map((request) => request.sides?.[side].kept ?? null)
+}
+
+describe('replaying a recorded opencode session', () => {
+  test('the proxy sends fewer tokens, and keeps every earlier request as the next one’s prefix', async () => {
+    const report = await replay([fileSource(fixture('opencode'))], STEP_MASK)
+    assert.equal(report.sessions.length, 1)
+    const [session] = report.sessions
+    const { totals, requests } = session!
+    assert.equal(totals.requests, 17)
+    assert.equal(totals.failed, 0)
+    assert.ok(
+      totals.sides.proxy.tokens < totals.sides.client.tokens,
+      `${totals.sides.proxy.tokens} < ${totals.sides.client.tokens}`,
+    )
+    // Request 1 is the title generator (no tools); the main conversation starts at request 2.
+    assert.equal(requests[0]!.tools, false)
+    const main = requests.slice(1)
+    assert.ok(main.every((request) => request.tools))
+    assert.deepEqual(
+      kept(main.slice(1), 'proxy'),
+      main.slice(1).map(() => 1),
+    )
+    assert.deepEqual(
+      kept(main.slice(1), 'client'),
+      main.slice(1).map(() => 1),
+    )
+    // Every request after the first repeats the previous one: it is all cached but the new turn.
+    for (const request of main.slice(1))
+      assert.equal(request.sides!.proxy.cached, request.sides!.proxy.previous)
+    // The masking baseline rewrites history under the cache: lower stability, more breaks.
+    const masked = totals.sides.masked
+    assert.ok(keptShare(masked)! < keptShare(totals.sides.proxy)!)
+    assert.ok(masked.breaks > totals.sides.proxy.breaks)
+    assert.ok(kept(main.slice(1), 'masked').some((share) => share! < 1))
+    // What the proxy did: the two re-reads of big.ts (and the ranged one) are stubs, the edit a diff.
+    assert.ok(totals.actions.stubs >= 3, `${totals.actions.stubs} stubs`)
+    assert.ok(totals.actions.diffs >= 1, `${totals.actions.diffs} diffs`)
+    assert.equal(totals.actions.results, 16)
+    // Cached input is billed at 10 %: a stable prefix makes the proxy cheaper still.
+    assert.ok(totals.sides.proxy.cost < totals.sides.client.cost)
+  })
+
+  test('pruning by user turns clears nothing in a one-prompt run', async () => {
+    const report = await replay([fileSource(fixture('opencode'))])
+    const { sides } = report.total
+    assert.equal(sides.masked.tokens, sides.client.tokens)
+    assert.equal(sides.masked.breaks, sides.client.breaks)
+  })
+})
+
+describe('replaying a recorded Qwen Code session', () => {
+  test('every request after the first keeps the previous one whole, with and without the proxy', async () => {
+    const report = await replay([fileSource(fixture('qwen-code'))], STEP_MASK)
+    const { requests, totals } = report.sessions[0]!
+    assert.equal(totals.failed, 0)
+    assert.deepEqual(kept(requests, 'proxy'), [null, ...requests.slice(1).map(() => 1)])
+    assert.equal(totals.sides.proxy.breaks, 0)
+    assert.ok(totals.sides.masked.breaks > 0)
+    assert.ok(totals.actions.stubs >= 1)
+  })
+})
+
+describe('replay input', () => {
+  test('--record lines are grouped by their session; plain lines are one session per file', async () => {
+    const lines = readFileSync(fixture('opencode'), 'utf8').trim().split('\n').slice(1, 5)
+    const records = lines.flatMap((line, i) => [
+      JSON.stringify({
+        at: `2026-01-01T00:00:0${i}Z`,
+        session: 'tA/e1',
+        received: JSON.parse(line),
+        sent: {},
+      }),
+      JSON.stringify({
+        at: `2026-01-01T00:00:0${i}Z`,
+        session: 'tA/e2',
+        received: JSON.parse(line),
+        sent: {},
+      }),
+    ])
+    const report = await replay([
+      { name: 'rec.jsonl', lines: [...records, 'not json', '{"neither":1}'] },
+      { name: 'plain.jsonl', lines },
+    ])
+    assert.deepEqual(
+      report.sessions.map((session) => [session.name, session.totals.requests]),
+      [
+        ['rec.jsonl tA/e1', 4],
+        ['rec.jsonl tA/e2', 4],
+        ['plain.jsonl', 4],
+      ],
+    )
+    // The same requests give the same numbers, however they came.
+    assert.deepEqual(report.sessions[0]!.totals, report.sessions[2]!.totals)
+    assert.equal(report.skipped.length, 2)
+  })
+
+  test('the command prints a table per session and a total, or JSON', async () => {
+    const files = [fixture('opencode'), fixture('qwen-code')]
+    const text = await runReplay(files)
+    assert.match(text, /^Input tokens/)
+    assert.match(text, /opencode\/session\.jsonl +17 /)
+    assert.match(text, /^TOTAL +29 /m)
+    const json = JSON.parse(await runReplay(['--json', '--price-per-mtok', '1', ...files]))
+    assert.equal(json.options.pricePerMTok, 1)
+    assert.equal(json.sessions.length, 2)
+    assert.equal(json.total.requests, 29)
+    assert.equal(json.total.sides.proxy.kept < 1, true) // the title request → the main loop
+  })
+
+  test('bad flags name themselves', () => {
+    const bad = (args: string[], pattern: RegExp) =>
+      assert.throws(
+        () => parseReplayArgs(args),
+        (error: unknown) => error instanceof LembasError && pattern.test(error.message),
+      )
+    bad([], /one or more JSONL files/)
+    bad(['--cached-discount', '2', 'f'], /--cached-discount/)
+    bad(['--price-per-mtok', 'x', 'f'], /--price-per-mtok/)
+    bad(['--mask-turn', 'week', 'f'], /--mask-turn/)
+    bad(['--nope', 'f'], /nope/)
+    assert.equal(parseReplayArgs(['--help']), 'help')
+  })
+})
+
+describe('measures', () => {
+  test('price: cached input at the discount', () => {
+    const options = { ...DEFAULT_OPTIONS, pricePerMTok: 3, cachedDiscount: 0.9 }
+    assert.equal(price(1_000_000, 0, options), 3)
+    assert.ok(Math.abs(price(1_000_000, 1_000_000, options) - 0.3) < 1e-9)
+    assert.ok(Math.abs(price(2_000_000, 1_000_000, options) - 3.3) < 1e-9)
+  })
+
+  test('a common token prefix counts whole equal messages, then the equal start of the next', () => {
+    const counter = new TokenCounter()
+    const a = counter.sequence({
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'user', content: 'Read the file and tell me what it does.' },
+      ],
+    })
+    const b = counter.sequence({
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'user', content: 'Read the file and tell me why it fails.' },
+      ],
+    })
+    const shared = commonPrefix(a, b)
+    assert.ok(shared > a.tokens[0]!.length && shared < a.total, `${shared} of ${a.total}`)
+    assert.equal(commonPrefix(a, a), a.total)
+  })
+
+  test('masking clears the tool results before the last turns, keeping their shape', () => {
+    const messages = [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: '', tool_calls: [] },
+      { role: 'tool', tool_call_id: 'a', content: 'old result' },
+      { role: 'assistant', content: '', tool_calls: [] },
+      { role: 'tool', tool_call_id: 'b', content: [{ type: 'text', text: 'parts' }] },
+      { role: 'user', content: 'two' },
+      { role: 'assistant', content: '', tool_calls: [] },
+      { role: 'tool', tool_call_id: 'c', content: 'new result' },
+    ]
+    const contents = (list: unknown[]) => list.map((m: any) => m.content)
+    assert.deepEqual(
+      contents(maskOldToolResults(messages, { keep: 2, unit: 'user' })),
+      contents(messages),
+    )
+    assert.deepEqual(
+      contents(maskOldToolResults(messages, { keep: 1, unit: 'user' })).slice(2, 5),
+      [CLEARED, '', [{ type: 'text', text: CLEARED }]],
+    )
+    const steps = maskOldToolResults(messages, { keep: 2, unit: 'step' }) as any[]
+    assert.deepEqual(
+      contents(steps).filter((c) => c === CLEARED),
+      [CLEARED],
+    )
+    assert.equal(steps[4].content[0].text, 'parts') // after the second-to-last assistant message
+  })
+})
+
+describe('the trace generator', () => {
+  test('is deterministic, and each request is the previous one plus the next turn', () => {
+    const first = [...generateTrace({ steps: 60, seed: 7 })]
+    const again = [...generateTrace({ steps: 60, seed: 7 })]
+    assert.deepEqual(first, again)
+    assert.notDeepEqual(first, [...generateTrace({ steps: 60, seed: 8 })])
+    const requests = first.map((line) => JSON.parse(line))
+    assert.ok(requests.length > 60)
+    for (let i = 1; i < requests.length; i++) {
+      const previous = JSON.stringify(requests[i - 1].messages).slice(0, -1)
+      assert.ok(JSON.stringify(requests[i].messages).startsWith(previous), `request ${i}`)
+    }
+    const last = requests.at(-1)
+    assert.deepEqual(
+      last.tools.map((tool: any) => tool.function.name),
+      ['bash', 'edit', 'glob', 'grep', 'read', 'skill', 'task', 'todowrite', 'webfetch', 'write'],
+    )
+    // Real file contents of this repository's tree, numbered as opencode numbers them: the
+    // first read of a file comes before any edit of it.
+    const calls = new Map<string, any>()
+    const reads: [string, string][] = []
+    for (const message of last.messages) {
+      for (const call of message.tool_calls ?? [])
+        calls.set(call.id, { name: call.function.name, ...JSON.parse(call.function.arguments) })
+      const call = message.role === 'tool' ? calls.get(message.tool_call_id) : undefined
+      if (call?.name === 'read' && message.content.includes('<type>file</type>'))
+        reads.push([call.filePath, message.content])
+    }
+    assert.ok(reads.length > 10)
+    const [path, content] = reads.find(([, text]) => text.includes('(End of file'))!
+    const rel = path.replace('/home/dev/lembas-proxy/', '')
+    const lines = readFileSync(packageRoot() + rel, 'utf8')
+      .replace(/\n$/, '')
+      .split('\n')
+    assert.ok(
+      content.includes('\n' + lines.map((line, i) => `${i + 1}: ${line}`).join('\n') + '\n\n'),
+    )
+    // An edit's new string is in the file's next full read.
+    let checked = 0
+    const pending = new Map<string, string>()
+    for (const message of last.messages) {
+      for (const call of message.tool_calls ?? []) {
+        const args = JSON.parse(call.function.arguments)
+        if (call.function.name === 'edit' && args.newString !== args.oldString.trim())
+          pending.set(args.filePath, args.newString)
+      }
+      const call = message.role === 'tool' ? calls.get(message.tool_call_id) : undefined
+      if (call?.name === 'read' && call.offset === undefined && pending.has(call.filePath)) {
+        const numbered = message.content.replace(/^\d+: /gm, '')
+        assert.ok(numbered.includes(pending.get(call.filePath)!), call.filePath)
+        pending.delete(call.filePath)
+        checked++
+      }
+    }
+    assert.ok(checked > 0)
+  })
+
+  test('a long generated session replays with stubs, dedupes, caps and diffs, and a stable prefix', async () => {
+    const report = await replay(
+      [{ name: 'generated', lines: generateTrace({ steps: 200, seed: 1 }) }],
+      DEFAULT_OPTIONS,
+    )
+    const { totals } = report.sessions[0]!
+    assert.equal(totals.failed, 0)
+    assert.equal(totals.sides.proxy.breaks, 0)
+    assert.equal(keptShare(totals.sides.proxy), 1)
+    assert.ok(totals.sides.proxy.tokens < totals.sides.client.tokens * 0.8)
+    for (const action of ['stubs', 'dedupes', 'caps', 'diffs'] as const)
+      assert.ok(totals.actions[action] > 0, `${action}: ${totals.actions[action]}`)
+    assert.ok(totals.sides.masked.breaks > 0)
+  })
+})
