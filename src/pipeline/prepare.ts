@@ -106,7 +106,7 @@ async function prepareWhole(
   const continuity = continuityOf(request.messages, compactionSignal, deps, now)
   const session = await findSession(request.messages, identity, deps.store, continuity)
   const rebuilt = await rebuildHistory(request.messages, tools, session, deps, continuity)
-  const upstreamMessages = Buffer.from(messagesText(rebuilt.messages))
+  const upstreamMessages = appendMessages([], messagesText(rebuilt.messages))
   const span = messagesSpan(bytes)
   if (span && session.scope !== undefined) {
     deps.splice.remember(spliceKey(headers, deps.sessionSources), {
@@ -184,7 +184,7 @@ async function spliced(
 
 function finish(
   request: ChatRequest,
-  upstreamMessages: Buffer,
+  upstreamMessages: readonly Buffer[],
   session: SessionRef,
   stats: HistoryStats & { spliced: number },
   deps: PrepareDeps,

@@ -13,8 +13,8 @@ export interface SpliceState {
   readonly arrayStart: number
   /** The request's bytes up to just after the array's last element. */
   readonly prefix: Buffer
-  /** The upstream bytes of those messages (array elements joined by commas). */
-  readonly messages: Buffer
+  /** The upstream bytes of those messages (array elements joined by commas, in pieces). */
+  readonly messages: readonly Buffer[]
   readonly history: HistoryState
 }
 
@@ -53,7 +53,11 @@ export class SpliceCache {
 }
 
 function size(states: readonly SpliceState[]): number {
-  return states.reduce((sum, state) => sum + state.prefix.length + state.messages.length, 0)
+  return states.reduce(
+    (sum, state) =>
+      sum + state.prefix.length + state.messages.reduce((n, piece) => n + piece.length, 0),
+    0,
+  )
 }
 
 function skipSpace(body: Buffer, from: number): number {

@@ -8,8 +8,8 @@ import type { ChatMessage } from '../wire/chat.js'
 export interface UpstreamBody {
   /** Up to and including the array's `[`. */
   readonly before: Buffer
-  /** The array's elements, joined by commas. */
-  readonly messages: Buffer
+  /** The array's elements, joined by commas, in pieces: appending copies nothing. */
+  readonly messages: readonly Buffer[]
   /** From the array's `]` on. */
   readonly after: Buffer
 }
@@ -17,10 +17,12 @@ export interface UpstreamBody {
 // A value no client sends: the place the messages go, found again in the serialized body.
 const SLOT = `\u0000lembas-messages-${randomBytes(8).toString('hex')}`
 const SLOT_JSON = JSON.stringify(SLOT)
-const COMMA = Buffer.from(',')
 
 /** The body with every field of `fields` in its order, and `messages` as its messages. */
-export function buildBody(fields: Record<string, unknown>, messages: Buffer): UpstreamBody {
+export function buildBody(
+  fields: Record<string, unknown>,
+  messages: readonly Buffer[],
+): UpstreamBody {
   const text = JSON.stringify({ ...fields, messages: SLOT })
   const at = text.indexOf(SLOT_JSON)
   return {
@@ -32,11 +34,9 @@ export function buildBody(fields: Record<string, unknown>, messages: Buffer): Up
 
 /** The body's bytes, with `extra` messages appended after the known ones. */
 export function bodyBytes(body: UpstreamBody, extra: readonly ChatMessage[] = []): Buffer {
-  const more = extra.length === 0 ? undefined : Buffer.from(messagesText(extra))
-  const parts = [body.before, body.messages]
-  if (more) parts.push(...(body.messages.length > 0 ? [COMMA, more] : [more]))
-  parts.push(body.after)
-  return Buffer.concat(parts)
+  const messages =
+    extra.length === 0 ? body.messages : appendMessages(body.messages, messagesText(extra))
+  return Buffer.concat([body.before, ...messages, body.after])
 }
 
 /** Messages as the text of array elements. */
@@ -44,9 +44,10 @@ export function messagesText(messages: readonly ChatMessage[]): string {
   return messages.map((message) => JSON.stringify(message)).join(',')
 }
 
-/** Known message bytes with more appended. */
-export function appendMessages(known: Buffer, added: string): Buffer {
+/** Known message bytes with more appended; many small pieces are joined now and then. */
+export function appendMessages(known: readonly Buffer[], added: string): readonly Buffer[] {
   if (added === '') return known
-  const more = Buffer.from(added)
-  return known.length === 0 ? more : Buffer.concat([known, COMMA, more])
+  const more = Buffer.from(known.length === 0 ? added : ',' + added)
+  const pieces = [...known, more]
+  return pieces.length > 64 ? [Buffer.concat(pieces)] : pieces
 }
