@@ -93,20 +93,12 @@ function classifyWith(
       }
       return { call, ranged: range.ranged }
     }
-    case 'edit': {
-      if (path === undefined) return undefined
-      const replacements = replacementsOf(rule.edit ?? [], args)
-      if (replacements) return reading({ kind: 'edit', path, replacements, ...json })
-      const content = firstString(args, rule.content ?? [])
-      return reading({
-        kind: 'write',
-        path,
-        ...(content === undefined ? {} : { content }),
-        ...json,
-      })
-    }
+    case 'edit':
     case 'write': {
       if (path === undefined) return undefined
+      const replacements = rule.kind === 'edit' ? replacementsOf(rule.edit ?? [], args) : undefined
+      if (replacements) return reading({ kind: 'edit', path, replacements, ...json })
+      // A write, or an edit whose arguments carry the whole content instead (Cline 4 creating).
       const content = firstString(args, rule.content ?? [])
       return reading({
         kind: 'write',
