@@ -6,6 +6,7 @@
  *
  * See bench/README.md for what each figure means and how it is measured.
  */
+import { formatFigures, runConcurrency } from './concurrency.js'
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
@@ -42,7 +43,7 @@ import { SIZES, seedOf, sessionFor, type AgentSession, type SizeClass } from './
 
 const REPO = fileURLToPath(new URL('..', import.meta.url))
 const PROXIES = ['floor', 'lembas-sqlite', 'lembas-redis', 'portkey'] as const
-const PHASES = ['latency', 'stream', 'throughput', 'rss'] as const
+const PHASES = ['latency', 'stream', 'throughput', 'rss', 'concurrency'] as const
 const LEMBAS = (name: string) => name.startsWith('lembas-')
 
 // ---------------------------------------------------------------------------------------------
@@ -1174,11 +1175,20 @@ async function main(): Promise<void> {
       results.rss.lembasUnderTsx = !opts.lembasDist
     }
 
+    // Issue 7's load figure: 50 sessions x 40 requests over two processes on one Redis.
+    let concurrencyText = ''
+    if (opts.phases.has('concurrency')) {
+      log('concurrency: 50 sessions x 40 requests over two proxy processes on one Redis')
+      const figures = await runConcurrency({ log })
+      results.concurrency = figures
+      concurrencyText = '\n\nConcurrency (bench/concurrency.md)\n' + formatFigures(figures)
+    }
+
     results.machine.loadavgAtEnd = loadavg().map((l) => round(l, 2))
     const { text, checks } = report(results, opts)
     results.targets = checks
     writeFileSync(opts.out, JSON.stringify(results, null, 2) + '\n')
-    process.stdout.write('\n' + text + '\n\nraw figures: ' + opts.out + '\n')
+    process.stdout.write('\n' + text + concurrencyText + '\n\nraw figures: ' + opts.out + '\n')
   } finally {
     env.redis?.client.disconnect()
     await stopAll()

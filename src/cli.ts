@@ -43,7 +43,11 @@ async function run(config: Config): Promise<void> {
     workspace,
     log,
     recorder,
-    options: { compactionHeader: config.compactionHeader, maxBodyBytes: config.maxBodyBytes },
+    options: {
+      compactionHeader: config.compactionHeader,
+      maxBodyBytes: config.maxBodyBytes,
+      authSecret: config.auth || undefined,
+    },
   })
 
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
@@ -52,10 +56,11 @@ async function run(config: Config): Promise<void> {
       `lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n`,
     )
   })
-  if (!isLoopback(config.host)) {
+  // With a shared secret, only clients that know it can use the upstream through us.
+  if (!isLoopback(config.host) && !config.auth) {
     log.warn('listening-beyond-loopback', {
       host: config.host,
-      hint: 'anyone who reaches this address can use your upstream',
+      hint: 'anyone who reaches this address can use your upstream; set --auth to require a secret',
     })
   }
   const stop = async (signal: string) => {

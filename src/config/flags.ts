@@ -60,6 +60,11 @@ export const FLAGS = {
     default: '',
     help: 'directory to append each chat request to, as received and as sent (JSONL, no headers, keys redacted); see lembas-proxy replay',
   },
+  auth: {
+    env: 'LEMBAS_AUTH',
+    default: '',
+    help: 'a shared secret: every request but GET /healthz must send it in the x-lembas-auth header (else 401); never forwarded',
+  },
 } as const
 
 type FlagName = keyof typeof FLAGS
@@ -89,6 +94,7 @@ const ConfigSchema = z.object({
     .transform((days) => Math.round(days * 86_400_000)),
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']),
   record: z.string(),
+  auth: z.string(),
 })
 
 export type Config = z.infer<typeof ConfigSchema>
@@ -145,6 +151,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     idleTtlMs: pick('idle-ttl-days'),
     logLevel: pick('log-level'),
     record: pick('record'),
+    auth: pick('auth'),
   })
   if (!result.success) {
     const flagOf: Record<string, string> = {

@@ -423,12 +423,12 @@ async function renderFresh(
     }
     for (const view of facts?.views ?? []) {
       views.set(view.absPath, { sha256: view.sha256, content: view.content })
-      writes.push([keys.file(view.sha256), view.content])
+      writes.push([keys.file(view.sha256), wellFormed(view.content)])
     }
     rendered.set(slot.key, record)
     // A rewrite is not a new result: the full text of its id stays what it was.
     if (!rewritten.has(slot.key)) {
-      writes.push([keys.result(number), rendering.stored ?? text])
+      writes.push([keys.result(number), wellFormed(rendering.stored ?? text)])
       writes.push([
         keys.callId(slot.message.tool_call_id ?? ''),
         JSON.stringify({ n: number, key: slot.key }),
@@ -447,6 +447,14 @@ async function renderFresh(
   const out = new Map<string, ToolRecord>()
   entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
   return out
+}
+
+/**
+ * Text as the store can keep it exactly: a lone UTF-16 surrogate (an agent that cut its output
+ * in the middle of an emoji) becomes U+FFFD, so such a result is stored, not refused.
+ */
+function wellFormed(text: string): string {
+  return (text as unknown as { toWellFormed(): string }).toWellFormed()
 }
 
 /** Adds what a rendering shows to the table; a stub whose target is gone shows in full. */

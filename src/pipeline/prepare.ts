@@ -258,9 +258,18 @@ function parseJson(text: string, maxDepth: number): unknown {
   } catch (error) {
     throw new LembasError(
       'invalid_request',
-      `the body is not valid JSON: ${(error as Error).message}`,
+      `the body is not valid JSON: ${withoutExcerpt((error as Error).message)}`,
     )
   }
+}
+
+/**
+ * V8 quotes up to 20 characters of the input in some parse errors (`Unexpected token 'C',
+ * ..."api_key":CANARY-a"... is not valid JSON`). The message is logged, and those characters can
+ * be a key or a prompt: they are cut. The offending character itself stays.
+ */
+function withoutExcerpt(message: string): string {
+  return message.replace(/, (?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/, '')
 }
 
 /** Bracket depth outside strings; one pass over the text, no parse. */
