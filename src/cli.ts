@@ -9,6 +9,9 @@ import { createApp } from './http/app.js'
 import { createLogger } from './log.js'
 import { createRecorder } from './record/recorder.js'
 import { runReplay } from './replay/command.js'
+import { runStats } from './stats/command.js'
+import { createStats } from './stats/index.js'
+import { timedStore } from './stats/store.js'
 import { createStore, defaultSqlitePath } from './store/index.js'
 import { createUpstream } from './upstream/index.js'
 import { createWorkspace } from './workspace/index.js'
@@ -21,6 +24,7 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2)
   // A subcommand comes before any flag: `lembas-proxy replay FILE...`.
   if (argv[0] === 'replay') return void process.stdout.write(await runReplay(argv.slice(1)))
+  if (argv[0] === 'stats') return void process.stdout.write(await runStats(argv.slice(1)))
   const parsed = parseCommandLine(argv, process.env)
   if (parsed.kind === 'help') return void process.stdout.write(helpText(version))
   if (parsed.kind === 'version') return void process.stdout.write(version + '\n')
@@ -36,9 +40,11 @@ async function run(config: Config): Promise<void> {
   })
   const upstream = createUpstream({ baseUrl: config.upstream, timeoutMs: config.upstreamTimeoutMs })
   const recorder = config.record ? openRecorder(config.record, log) : undefined
+  const stats = createStats()
   const app = createApp({
     ...pipelineSettings(loop, { sessionHeader: config.sessionHeader }),
-    store,
+    store: timedStore(store, stats),
+    stats,
     upstream,
     workspace,
     log,

@@ -181,6 +181,7 @@ export function helpText(version: string): string {
     '',
     'Usage: lembas-proxy [flags]',
     '       lembas-proxy replay [--json] [--price-per-mtok N] [--cached-discount F] FILE...',
+    '       lembas-proxy stats [--url http://127.0.0.1:8788] [--json] [--auth SECRET]',
     '',
     ...rows,
     '  -h, --help              this text',

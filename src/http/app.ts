@@ -6,6 +6,7 @@ import type { Logger } from '../log.js'
 import { handleChat, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { isAbortError } from '../upstream/index.js'
 import { AUTH_HEADER, sharedSecret } from './auth.js'
+import { dashboardHtml } from './dashboard.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
 
 export interface AppOptions {
@@ -34,6 +35,8 @@ export function createApp(deps: AppDeps): Hono {
   )
   if (deps.options.authSecret) app.use('*', sharedSecret(deps.options.authSecret))
 
+  app.get('/', (c) => c.html(dashboardHtml()))
+
   app.get('/healthz', async (c) => {
     try {
       await deps.store.ping()
@@ -42,6 +45,17 @@ export function createApp(deps: AppDeps): Hono {
       return c.json({ ok: false, store: deps.store.kind, error: (error as Error).message }, 503)
     }
   })
+
+  // Behind the shared secret like every route but /healthz: sessions and counts are not public.
+  const stats = deps.stats
+  if (stats) {
+    app.get('/metrics', async (c) =>
+      c.body(await stats.metrics(), 200, {
+        'content-type': 'text/plain; version=0.0.4; charset=utf-8',
+      }),
+    )
+    app.get('/stats', (c) => c.json(stats.snapshot()))
+  }
 
   app.post('/v1/chat/completions', async (c) => {
     const rawBody = await readBody(c, deps.options.maxBodyBytes)

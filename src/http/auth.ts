@@ -11,7 +11,7 @@ import { openAIErrorBody } from '../errors.js'
 export const AUTH_HEADER = 'x-lembas-auth'
 
 /**
- * Refuses every request but `GET /healthz` that does not carry `secret` in `x-lembas-auth`, with
+ * Refuses every request but `GET /healthz` and the dashboard page (`GET /`) that does not carry `secret` in `x-lembas-auth`, with
  * a 401 in the OpenAI error shape. The comparison takes the same time whatever the value sent:
  * both sides are hashed first, so neither the secret's bytes nor its length leak through timing.
  * @example app.use('*', sharedSecret('s3cret'))
@@ -20,7 +20,8 @@ export function sharedSecret(secret: string): MiddlewareHandler {
   if (secret === '') throw new Error('the shared secret must not be empty')
   const expected = digest(secret)
   return async (c, next) => {
-    if (c.req.method === 'GET' && c.req.path === '/healthz') return next()
+    // The dashboard page holds no data (it asks for the secret and sends it with /stats).
+    if (c.req.method === 'GET' && (c.req.path === '/healthz' || c.req.path === '/')) return next()
     const given = c.req.header(AUTH_HEADER)
     if (given === undefined || !timingSafeEqual(digest(given), expected)) {
       const message =

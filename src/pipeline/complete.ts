@@ -2,6 +2,7 @@ import { contentText, isRecord, type ChatMessage, type ToolCall } from '../wire/
 import { isRecallCall, sendChat, type Turn } from './context.js'
 import { recordHiddenExchange, upstreamAssistant } from './exchange.js'
 import { answerRecalls } from './recall.js'
+import type { Meter } from '../stats/index.js'
 import { sumUsage } from './usage.js'
 
 /** What goes back to the client: the upstream's status, headers and body. */
@@ -15,7 +16,7 @@ export interface Answer {
  * A non-streaming completion. Recall calls are answered here and the upstream is asked again,
  * up to max_rounds; the client gets the rest of the answer, and the whole exchange is recorded.
  */
-export async function completeChat(turn: Turn): Promise<Answer> {
+export async function completeChat(turn: Turn, meter?: Meter): Promise<Answer> {
   let extra: ChatMessage[] = []
   const hidden: ChatMessage[] = []
   const texts: string[] = []
@@ -26,6 +27,11 @@ export async function completeChat(turn: Turn): Promise<Answer> {
     const answer = { status: response.status, headers: response.headers, body: raw }
     const parsed = response.status === 200 ? parseJson(raw) : undefined
     const json = isRecord(parsed) ? parsed : undefined
+    if (meter && json) {
+      // Read only: on the common path the client still gets `raw`, byte for byte.
+      meter.usage = sumUsage(meter.usage, json.usage)
+      meter.timings = sumUsage(meter.timings, json.timings)
+    }
     const choice: unknown = Array.isArray(json?.choices) ? json.choices[0] : undefined
     const message = isRecord(choice) && isRecord(choice.message) ? choice.message : undefined
     if (!json || !isRecord(choice) || !message) return answer // not ours to read: as it came
@@ -39,6 +45,7 @@ export async function completeChat(turn: Turn): Promise<Answer> {
     const visibleCalls = calls.filter((call) => !isRecallCall(turn, call))
 
     if (recalls.length > 0) {
+      if (meter) meter.recalls += recalls.length
       const answers = await answerRecalls(recalls, turn.session.ensure(), turn.store, turn.rules)
       hidden.push(upstreamMessage, ...answers)
       turn.log.info('recall-answered', { calls: recalls.length, round: round + 1 })

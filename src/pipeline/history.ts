@@ -48,6 +48,12 @@ export class SessionRef {
 export interface HistoryStats {
   newResults: number
   stubs: number
+  /** New results rendered as a stub of an earlier one (same file range, same listing). */
+  dedupes: number
+  /** New results whose rendering was cut to the cap. */
+  caps: number
+  /** Sum over new results of (tool text − rendering) in UTF-16 units, when positive. */
+  charsSaved: number
   restoredExchanges: number
   /** Summaries that carry the table of files read before them. */
   compactions: number
@@ -193,6 +199,7 @@ export async function rebuildHistory(
     ))
   }
   const stillFresh = tools.filter((slot) => !toolRecords.has(slot.key))
+  const savings: Savings = { dedupes: 0, caps: 0, charsSaved: 0 }
   const written =
     stillFresh.length > 0
       ? await renderFresh(
@@ -204,6 +211,7 @@ export async function rebuildHistory(
           deps,
           start,
           callIds,
+          savings,
         )
       : new Map<string, ToolRecord>()
   for (const [key, record] of written) toolRecords.set(key, record)
@@ -222,6 +230,7 @@ export async function rebuildHistory(
     stillFresh.length,
     start,
   )
+  Object.assign(rebuilt.stats, savings)
   if (scope !== undefined)
     await rememberSession(
       messages,
@@ -337,6 +346,7 @@ async function renderFresh(
   deps: HistoryDeps,
   start: HistoryState | undefined,
   callIds: ReadonlyMap<string, CallIdRecord>,
+  savings: Savings,
 ): Promise<Map<string, ToolRecord>> {
   const scope = session.ensure()
   // A tool message whose call id the session knows, with other content, is the client's own
@@ -425,6 +435,7 @@ async function renderFresh(
       views.set(view.absPath, { sha256: view.sha256, content: view.content })
       writes.push([keys.file(view.sha256), wellFormed(view.content)])
     }
+    countSavings(savings, text, rendering, number, deps.rules, facts?.call.kind)
     rendered.set(slot.key, record)
     // A rewrite is not a new result: the full text of its id stays what it was.
     if (!rewritten.has(slot.key)) {
@@ -447,6 +458,28 @@ async function renderFresh(
   const out = new Map<string, ToolRecord>()
   entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
   return out
+}
+
+/** What renderings saved in one request (see HistoryStats). */
+type Savings = Pick<HistoryStats, 'dedupes' | 'caps' | 'charsSaved'>
+
+function countSavings(
+  savings: Savings,
+  text: string,
+  rendering: Rendering,
+  number: number,
+  rules: ContextRules,
+  kind: string | undefined,
+): void {
+  if (rendering.stub) savings.dedupes++
+  else if (rendering.stored !== undefined) {
+    if (rendering.stored !== rendering.text) savings.caps++ // an edit's diff, cut
+  } else if ((kind === 'listing' || kind === 'other') && rendering.text.length > 0) {
+    // Uncut, these are the text under its id: anything else was cut to the cap.
+    if (rendering.text !== renderRewritten(number, text, rules)) savings.caps++
+  }
+  const saved = text.length - rendering.text.length
+  if (saved > 0) savings.charsSaved += saved
 }
 
 /**
@@ -477,7 +510,15 @@ function assemble(
   newResults: number,
   start: HistoryState | undefined,
 ): Rebuilt {
-  const stats: HistoryStats = { newResults, stubs: 0, restoredExchanges: 0, compactions: 0 }
+  const stats: HistoryStats = {
+    newResults,
+    stubs: 0,
+    dedupes: 0,
+    caps: 0,
+    charsSaved: 0,
+    restoredExchanges: 0,
+    compactions: 0,
+  }
   const table = start?.table.clone() ?? new DedupeTable()
   const views = new Map(start?.views ?? [])
   let lastToolKey = start?.lastToolKey

@@ -5,6 +5,7 @@ import { decodeSse, encodeSseData, SSE_DONE } from '../wire/sse.js'
 import { isRecallCall, sendChat, type Turn } from './context.js'
 import { recordHiddenExchange, upstreamAssistant } from './exchange.js'
 import { answerRecalls } from './recall.js'
+import type { Meter } from '../stats/index.js'
 import { sumUsage } from './usage.js'
 
 type Chunk = Record<string, unknown>
@@ -30,6 +31,8 @@ class Round {
   text = ''
   finish: { raw: string; chunk: Chunk } | undefined
   usage: { raw: string; chunk: Chunk; usage: unknown } | undefined
+  /** llama.cpp's `timings`, on its final chunk. */
+  timings: unknown
   nextVisible = 0
 
   constructor(
@@ -40,6 +43,7 @@ class Round {
 
   /** The chunk to forward now (raw when untouched), or undefined to keep it back. */
   take(raw: string, chunk: Chunk): string | undefined {
+    if (isRecord(chunk.timings)) this.timings = chunk.timings
     if (isRecord(chunk.usage)) {
       const choices = Array.isArray(chunk.choices) ? chunk.choices : []
       this.usage = { raw, chunk, usage: chunk.usage }
@@ -148,7 +152,11 @@ function hasContent(delta: Record<string, unknown>): boolean {
  * A streaming completion as SSE text, starting from the first upstream response (already
  * checked to be a 200). Ends with one [DONE]; an upstream failure mid-way becomes an error event.
  */
-export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGenerator<string> {
+export async function* streamChat(
+  turn: Turn,
+  first: UpstreamResponse,
+  meter?: Meter,
+): AsyncGenerator<string> {
   let extra: ChatMessage[] = []
   let response = first
   const hidden: ChatMessage[] = []
@@ -174,6 +182,7 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
             'upstream sent an event that is not an object',
           )
         if (isRecord(chunk.error)) {
+          if (meter) meter.failed = true
           yield encodeSseData(event.data) // the upstream's own error event, as it came
           return
         }
@@ -183,6 +192,10 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
       }
       for (const out of state.flushUndecided()) yield encodeSseData(out)
       usage = sumUsage(usage, state.usage?.usage)
+      if (meter) {
+        meter.usage = sumUsage(meter.usage, state.usage?.usage)
+        meter.timings = sumUsage(meter.timings, state.timings)
+      }
       texts.push(state.text)
       const calls = state.toolCalls()
       const recalls = calls.filter((call) => isRecallCall(turn, call))
@@ -198,6 +211,7 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
         return
       }
       if (recalls.length > 0) {
+        if (meter) meter.recalls += recalls.length
         const answers = await answerRecalls(recalls, turn.session.ensure(), turn.store, turn.rules)
         hidden.push(upstreamMessage, ...answers)
         turn.log.info('recall-answered', { calls: recalls.length, round: round + 1, stream: true })
@@ -232,6 +246,7 @@ export async function* streamChat(turn: Turn, first: UpstreamResponse): AsyncGen
     }
   } catch (error) {
     if (turn.signal.aborted) return
+    if (meter) meter.failed = true
     const mapped = error instanceof LembasError ? error : turn.upstream.mapError(error, turn.signal)
     const kind = mapped instanceof LembasError ? mapped.kind : 'upstream_bad_response'
     const message = mapped instanceof Error ? mapped.message : 'the upstream stream failed'

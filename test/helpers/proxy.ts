@@ -5,6 +5,8 @@ import { pipelineSettings } from '../../src/config/pipeline.js'
 import { SpliceCache } from '../../src/pipeline/splice.js'
 import { createApp } from '../../src/http/app.js'
 import { silentLogger, type Logger } from '../../src/log.js'
+import type { StatsCollector } from '../../src/stats/index.js'
+import { timedStore } from '../../src/stats/store.js'
 import type { Store } from '../../src/store/index.js'
 import { createUpstream } from '../../src/upstream/index.js'
 import type { Workspace } from '../../src/workspace/index.js'
@@ -28,6 +30,9 @@ export async function startProxy(options: {
   log?: Logger
   /** Characters the fast path may keep; 0 turns it off. */
   spliceChars?: number
+  /** Serves GET /stats and GET /metrics, and times the store. */
+  stats?: StatsCollector
+  authSecret?: string
 }): Promise<TestProxy> {
   const upstream = createUpstream({
     baseUrl: options.upstreamUrl,
@@ -36,13 +41,15 @@ export async function startProxy(options: {
   const app = createApp({
     ...pipelineSettings(loop, { sessionHeader: options.sessionHeader ?? 'x-session-id' }),
     ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
-    store: options.store,
+    store: options.stats ? timedStore(options.store, options.stats) : options.store,
+    stats: options.stats,
     upstream,
     workspace: options.workspace,
     log: options.log ?? silentLogger,
     options: {
       compactionHeader: 'x-lembas-compaction',
       maxBodyBytes: options.maxBodyBytes ?? 64 * 1024 * 1024,
+      authSecret: options.authSecret,
     },
   })
 

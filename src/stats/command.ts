@@ -1,0 +1,87 @@
+/** `lembas-proxy stats [--url URL] [--json]`: a running proxy's GET /stats, as a table. */
+import { parseArgs } from 'node:util'
+import { LembasError } from '../errors.js'
+import type { Figures, StatsSnapshot } from './index.js'
+
+export const STATS_HELP = `Usage: lembas-proxy stats [flags]
+
+Fetches GET /stats from a running lembas-proxy and prints its figures per session and in total.
+
+  --url URL      the proxy (default http://127.0.0.1:8788)
+  --auth SECRET  the proxy's --auth secret, sent in x-lembas-auth (default $LEMBAS_AUTH)
+  --json         the JSON as the proxy sent it
+  -h, --help     this text
+`
+
+export async function runStats(
+  argv: readonly string[],
+  env: Record<string, string | undefined> = process.env,
+): Promise<string> {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: {
+        url: { type: 'string', default: 'http://127.0.0.1:8788' },
+        auth: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    })
+  } catch (error) {
+    throw new LembasError('config_invalid', `stats: ${(error as Error).message}`)
+  }
+  const { values } = parsed
+  if (values.help) return STATS_HELP
+  const secret = values.auth ?? env.LEMBAS_AUTH
+  const url = values.url.replace(/\/$/, '') + '/stats'
+  let response: Response
+  try {
+    response = await fetch(url, { headers: secret ? { 'x-lembas-auth': secret } : {} })
+  } catch (error) {
+    throw new LembasError(
+      'config_invalid',
+      `stats: cannot reach ${url}: ${(error as Error).message}`,
+    )
+  }
+  const text = await response.text()
+  if (response.status !== 200)
+    throw new LembasError('config_invalid', `stats: ${url} answered ${response.status}`)
+  if (values.json) return text.endsWith('\n') ? text : text + '\n'
+  return formatStats(JSON.parse(text) as StatsSnapshot)
+}
+
+const COLUMNS: readonly [header: string, value: (f: Figures) => string][] = [
+  ['requests', (f) => String(f.requests)],
+  ['errors', (f) => String(f.upstreamErrors)],
+  ['new', (f) => String(f.newResults)],
+  ['stubs', (f) => String(f.stubs)],
+  ['dedupes', (f) => String(f.dedupes)],
+  ['caps', (f) => String(f.caps)],
+  ['chars saved', (f) => String(f.charsSaved)],
+  ['~tokens saved', (f) => String(f.tokensSavedEstimate)],
+  ['recalls', (f) => String(f.recalls)],
+  ['prompt', (f) => String(f.promptTokens)],
+  ['cached', (f) => String(f.cachedTokens)],
+  ['cached %', (f) => (f.cachedRatio === null ? '-' : (f.cachedRatio * 100).toFixed(1))],
+  ['completion', (f) => String(f.completionTokens)],
+]
+
+/** One row per session (most recent first) and a total; token savings are chars / 4. */
+export function formatStats(snapshot: StatsSnapshot): string {
+  const rows = [
+    ['session', ...COLUMNS.map(([header]) => header)],
+    ...snapshot.sessions.map((s) => [s.session, ...COLUMNS.map(([, value]) => value(s))]),
+    ['total', ...COLUMNS.map(([, value]) => value(snapshot.totals))],
+  ]
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)))
+  const line = (row: string[]) =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')
+  return (
+    `since ${snapshot.since}; ${snapshot.sessions.length} session(s)\n` +
+    rows.map(line).join('\n') +
+    '\n(~tokens saved: characters / 4, an estimate)\n'
+  )
+}

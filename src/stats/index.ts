@@ -1,0 +1,252 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { upstreamUsage, type UpstreamUsage } from './usage.js'
+
+export { upstreamUsage, type UpstreamUsage } from './usage.js'
+
+/** What the rebuild did to one request (HistoryStats and the fast path's flag). */
+export interface RebuildCounts {
+  readonly newResults: number
+  readonly stubs: number
+  readonly dedupes: number
+  readonly caps: number
+  readonly charsSaved: number
+  readonly spliced?: number
+}
+
+/** One finished chat request, as the pipeline saw it. */
+export interface FinishedRequest {
+  readonly session: string | undefined
+  /** Absent for a plain chat (no tools): nothing was rebuilt. */
+  readonly rebuild?: RebuildCounts | undefined
+  /** The status the client got (200 for a stream that started, even if it failed later). */
+  readonly status: number
+  readonly ms: number
+  readonly stream: boolean
+  /** The upstream's `usage` (summed over recall rounds), as it came. */
+  readonly usage?: unknown
+  /** llama.cpp's `timings`, when the upstream sent them. */
+  readonly timings?: unknown
+  /** Recall calls the proxy answered. */
+  readonly recalls: number
+  /** The upstream failed: an error status, unreachable, a timeout or a broken stream. */
+  readonly upstreamError: boolean
+}
+
+/** Totals for one session, or for the whole process. */
+export interface Figures {
+  requests: number
+  upstreamErrors: number
+  newResults: number
+  stubs: number
+  dedupes: number
+  caps: number
+  charsSaved: number
+  /** charsSaved / 4, rounded: an estimate, not a tokenizer's count. */
+  tokensSavedEstimate: number
+  recalls: number
+  promptTokens: number
+  completionTokens: number
+  cachedTokens: number
+  /** cachedTokens / promptTokens, or null before any prompt tokens were reported. */
+  cachedRatio: number | null
+}
+
+export interface SessionFigures extends Figures {
+  readonly session: string
+  firstSeen: string
+  lastSeen: string
+}
+
+export interface StatsSnapshot {
+  readonly since: string
+  readonly totals: Figures
+  /** Most recently active first; at most `maxSessions`. */
+  readonly sessions: SessionFigures[]
+}
+
+export interface StatsCollector {
+  recordRequest(request: FinishedRequest): void
+  /** A store call's duration, by operation (get, putIfAbsent, ...). */
+  recordStore(operation: string, ms: number, ok: boolean): void
+  snapshot(): StatsSnapshot
+  /** Prometheus text exposition format. */
+  metrics(): Promise<string>
+}
+
+/** Characters per token for the saved-tokens estimate. */
+export const CHARS_PER_TOKEN = 4
+
+/** An in-process collector; sessions beyond `maxSessions` are dropped, least recent first. */
+export function createStats(options: { maxSessions?: number } = {}): StatsCollector {
+  const maxSessions = options.maxSessions ?? 500
+  const since = new Date().toISOString()
+  const totals = emptyFigures()
+  const sessions = new Map<string, SessionFigures>()
+  const registry = new Registry()
+  const m = metricsOf(registry)
+
+  return {
+    recordRequest(request) {
+      const usage = upstreamUsage(request.usage, request.timings)
+      add(totals, request, usage)
+      if (request.session !== undefined) {
+        const now = new Date().toISOString()
+        let figures = sessions.get(request.session)
+        if (figures) sessions.delete(request.session)
+        else
+          figures = { session: request.session, firstSeen: now, lastSeen: now, ...emptyFigures() }
+        figures.lastSeen = now
+        add(figures, request, usage)
+        sessions.set(request.session, figures)
+        while (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value!)
+      }
+      const labels = { stream: String(request.stream), status: String(request.status) }
+      m.requests.inc(labels)
+      m.duration.observe({ stream: labels.stream }, request.ms / 1000)
+      if (request.upstreamError) m.upstreamErrors.inc()
+      const rebuild = request.rebuild
+      if (rebuild) {
+        m.newResults.inc(rebuild.newResults)
+        m.stubs.inc(rebuild.stubs)
+        m.dedupes.inc(rebuild.dedupes)
+        m.caps.inc(rebuild.caps)
+        m.charsSaved.inc(rebuild.charsSaved)
+        m.tokensSaved.inc(rebuild.charsSaved / CHARS_PER_TOKEN)
+        if (rebuild.spliced) m.spliced.inc()
+      }
+      m.recalls.inc(request.recalls)
+      m.promptTokens.inc(usage.promptTokens)
+      m.completionTokens.inc(usage.completionTokens)
+      m.cachedTokens.inc(usage.cachedTokens)
+      if (totals.cachedRatio !== null) m.cachedRatio.set(totals.cachedRatio)
+      m.sessions.set(sessions.size)
+    },
+    recordStore(operation, ms, ok) {
+      m.store.observe({ operation, ok: String(ok) }, ms / 1000)
+    },
+    snapshot() {
+      return {
+        since,
+        totals: { ...totals },
+        sessions: [...sessions.values()].reverse().map((figures) => ({ ...figures })),
+      }
+    },
+    metrics: () => registry.metrics(),
+  }
+}
+
+function emptyFigures(): Figures {
+  return {
+    requests: 0,
+    upstreamErrors: 0,
+    newResults: 0,
+    stubs: 0,
+    dedupes: 0,
+    caps: 0,
+    charsSaved: 0,
+    tokensSavedEstimate: 0,
+    recalls: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    cachedTokens: 0,
+    cachedRatio: null,
+  }
+}
+
+function add(figures: Figures, request: FinishedRequest, usage: UpstreamUsage): void {
+  figures.requests++
+  if (request.upstreamError) figures.upstreamErrors++
+  const rebuild = request.rebuild
+  if (rebuild) {
+    figures.newResults += rebuild.newResults
+    figures.stubs += rebuild.stubs
+    figures.dedupes += rebuild.dedupes
+    figures.caps += rebuild.caps
+    figures.charsSaved += rebuild.charsSaved
+    figures.tokensSavedEstimate = Math.round(figures.charsSaved / CHARS_PER_TOKEN)
+  }
+  figures.recalls += request.recalls
+  figures.promptTokens += usage.promptTokens
+  figures.completionTokens += usage.completionTokens
+  figures.cachedTokens += usage.cachedTokens
+  figures.cachedRatio =
+    figures.promptTokens > 0 ? round(figures.cachedTokens / figures.promptTokens) : null
+}
+
+function round(value: number): number {
+  return Math.round(value * 10_000) / 10_000
+}
+
+function metricsOf(registry: Registry) {
+  const registers = [registry]
+  const counter = (name: string, help: string, labelNames: string[] = []) =>
+    new Counter({ name, help, labelNames, registers })
+  return {
+    requests: counter('lembas_requests_total', 'Chat requests finished.', ['stream', 'status']),
+    duration: new Histogram({
+      name: 'lembas_request_duration_seconds',
+      help: 'Chat request time, to the end of the answer (streams included).',
+      labelNames: ['stream'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      registers,
+    }),
+    upstreamErrors: counter(
+      'lembas_upstream_errors_total',
+      'Requests the upstream failed: an error status, unreachable, a timeout, a broken stream.',
+    ),
+    newResults: counter('lembas_new_results_total', 'Tool results rendered for the first time.'),
+    stubs: counter('lembas_stubs_total', 'Tool results shown as a stub of an earlier one.'),
+    dedupes: counter('lembas_dedupes_total', 'New tool results rendered as a stub (deduplicated).'),
+    caps: counter('lembas_caps_total', 'New tool results cut to the cap.'),
+    charsSaved: counter(
+      'lembas_chars_saved_total',
+      'Characters of tool output not sent upstream (tool text minus rendering, new results).',
+    ),
+    tokensSaved: counter(
+      'lembas_tokens_saved_total',
+      'Estimated tokens not sent upstream: lembas_chars_saved_total / 4.',
+    ),
+    spliced: counter('lembas_spliced_total', 'Requests handled on the fast path.'),
+    recalls: counter('lembas_recalls_total', 'Recall calls answered by the proxy.'),
+    promptTokens: counter(
+      'lembas_upstream_prompt_tokens_total',
+      'Prompt tokens the upstream reported.',
+    ),
+    completionTokens: counter(
+      'lembas_upstream_completion_tokens_total',
+      'Completion tokens the upstream reported.',
+    ),
+    cachedTokens: counter(
+      'lembas_upstream_cached_tokens_total',
+      'Prompt tokens the upstream reported as served from its cache.',
+    ),
+    cachedRatio: new Gauge({
+      name: 'lembas_cached_token_ratio',
+      help: 'Cached prompt tokens / prompt tokens, over all requests since start.',
+      registers,
+    }),
+    sessions: new Gauge({
+      name: 'lembas_sessions',
+      help: 'Sessions tracked by /stats.',
+      registers,
+    }),
+    store: new Histogram({
+      name: 'lembas_store_duration_seconds',
+      help: 'Store call time, by operation.',
+      labelNames: ['operation', 'ok'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers,
+    }),
+  }
+}
+
+/** Filled in by the pipeline while it answers one request: what the upstream reported. */
+export interface Meter {
+  /** `usage`, summed over recall rounds. */
+  usage?: unknown
+  /** llama.cpp's `timings`, summed over recall rounds. */
+  timings?: unknown
+  recalls: number
+  /** A stream that failed after it started. */
+  failed?: boolean
+}

@@ -1,0 +1,263 @@
+/**
+ * GET /stats, GET /metrics, the request log line and `lembas-proxy stats`, through a real proxy
+ * in front of the fake upstream.
+ */
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { after, before, describe, test } from 'node:test'
+import { createLogger } from '../../src/log.js'
+import { createStats, type SessionFigures, type StatsSnapshot } from '../../src/stats/index.js'
+import { createStore, type Store } from '../../src/store/index.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import { TestAgent } from '../helpers/agent.js'
+import {
+  chatChunks,
+  startFakeUpstream,
+  type FakeResponse,
+  type FakeUpstream,
+} from '../helpers/fake-upstream.js'
+import { scriptedModel } from '../helpers/model.js'
+import { postChat, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { makeProject } from '../helpers/workspace.js'
+
+const run = promisify(execFile)
+const API_KEY = 'sk-CANARY-stats-0123456789'
+const SECRET = 'lembas-CANARY-auth-secret'
+const AUTH = { 'x-lembas-auth': SECRET }
+
+describe('stats and metrics', () => {
+  let upstream: FakeUpstream
+  let project: string
+  let store: Store
+  let proxy: TestProxy
+  const lines: string[] = []
+
+  before(async () => {
+    project = makeProject()
+    const app = join(project, 'app.ts')
+    // A read, its re-read (a stub), a listing twice (a dedupe) and a long command (a cap).
+    const agentScript = scriptedModel([
+      { calls: [{ name: 'Read', args: { file_path: app } }] },
+      { calls: [{ name: 'Read', args: { file_path: app, offset: 50, limit: 31 } }] },
+      { calls: [{ name: 'Glob', args: { pattern: '*.ts', path: project } }] },
+      { calls: [{ name: 'Glob', args: { path: project, pattern: '*.ts' } }] },
+      { calls: [{ name: 'Bash', args: { command: 'seq 1 1000' } }] },
+      { content: 'All done.' },
+    ])
+    upstream = await startFakeUpstream(async (request, index) => {
+      if (request.json?.stream) return llamaStream()
+      const response = await agentScript(request, index)
+      if ('json' in response) {
+        const usage = {
+          prompt_tokens: 100,
+          completion_tokens: 10,
+          total_tokens: 110,
+          prompt_tokens_details: { cached_tokens: 80 },
+        }
+        ;(response.json as Record<string, unknown>).usage = usage
+      }
+      return response
+    })
+    store = await createStore('memory:', { idleTtlMs: 86_400_000 })
+    proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store,
+      workspace: await createWorkspace([project]),
+      stats: createStats(),
+      authSecret: SECRET,
+      log: createLogger('info', (line) => void lines.push(line)),
+    })
+
+    const agent = new TestAgent({
+      proxyUrl: proxy.url,
+      workspace: project,
+      headers: { authorization: `Bearer ${API_KEY}`, 'x-session-id': 'agent-1', ...AUTH },
+    })
+    assert.equal(await agent.ask('Tidy app.ts'), 'All done.')
+
+    // A streamed answer from a llama.cpp server: `timings` on the final chunk, no usage.
+    const streamed = await postChat(
+      proxy.url,
+      {
+        model: 'm',
+        stream: true,
+        tools: [{ type: 'function', function: { name: 'Bash', parameters: { type: 'object' } } }],
+        messages: [{ role: 'user', content: 'hi' }],
+      },
+      { authorization: `Bearer ${API_KEY}`, 'x-session-id': 'llama-1', ...AUTH },
+    )
+    assert.equal(streamed.status, 200)
+    assert.equal(sseData(streamed.text).at(-1), '[DONE]')
+  })
+
+  after(async () => {
+    await proxy.close()
+    await store.close()
+    await upstream.close()
+    rmSync(project, { recursive: true, force: true })
+  })
+
+  test('GET /stats shows the session with its stubs, dedupes, caps, savings and usage', async () => {
+    const response = await fetch(proxy.url + '/stats', { headers: AUTH })
+    assert.equal(response.status, 200)
+    const snapshot = (await response.json()) as StatsSnapshot
+    // Most recent first; a session shows as its scope (tenant and session id, hashed).
+    assert.equal(snapshot.sessions.length, 2)
+    const [llama, agent] = snapshot.sessions as [SessionFigures, SessionFigures]
+    assert.ok(!JSON.stringify(snapshot).includes('CANARY'))
+    assert.equal(agent.requests, 6)
+    assert.equal(agent.newResults, 5)
+    assert.equal(agent.dedupes, 2, 'the re-read and the second listing')
+    assert.equal(agent.caps, 1, 'the long command')
+    assert.ok(agent.stubs >= 2, `stubs ${agent.stubs}`)
+    assert.ok(agent.charsSaved > 0)
+    assert.equal(agent.tokensSavedEstimate, Math.round(agent.charsSaved / 4))
+    assert.equal(agent.promptTokens, 600)
+    assert.equal(agent.completionTokens, 60)
+    assert.equal(agent.cachedTokens, 480)
+    assert.equal(agent.cachedRatio, 0.8)
+
+    assert.equal(llama.requests, 1)
+    assert.equal(llama.promptTokens, 100, 'cache_n + prompt_n')
+    assert.equal(llama.cachedTokens, 90)
+    assert.equal(llama.completionTokens, 5)
+
+    assert.equal(snapshot.totals.requests, 7)
+    assert.equal(snapshot.totals.cachedTokens, 570)
+    assert.equal(snapshot.totals.cachedRatio, Math.round((570 / 700) * 10_000) / 10_000)
+    assert.equal(snapshot.totals.upstreamErrors, 0)
+  })
+
+  test('GET /metrics is Prometheus text with the metric names', async () => {
+    const response = await fetch(proxy.url + '/metrics', { headers: AUTH })
+    assert.equal(response.status, 200)
+    assert.match(response.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/)
+    const text = await response.text()
+    for (const line of text.split('\n')) {
+      if (line === '') continue
+      assert.match(
+        line,
+        /^(# (HELP|TYPE) [a-z_]+ .+|[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+-]+|[a-z_]+(\{.*\})? \+Inf)$/,
+        `not a Prometheus line: ${line}`,
+      )
+    }
+    for (const name of [
+      'lembas_requests_total',
+      'lembas_request_duration_seconds_bucket',
+      'lembas_upstream_errors_total',
+      'lembas_tokens_saved_total',
+      'lembas_chars_saved_total',
+      'lembas_cached_token_ratio',
+      'lembas_store_duration_seconds_bucket',
+      'lembas_upstream_cached_tokens_total',
+    ])
+      assert.ok(text.includes(name), `missing ${name}`)
+    assert.match(text, /^lembas_requests_total\{stream="false",status="200"\} 6$/m)
+    assert.match(text, /^lembas_dedupes_total 2$/m)
+  })
+
+  test('/stats and /metrics need the shared secret', async () => {
+    assert.equal((await fetch(proxy.url + '/stats')).status, 401)
+    assert.equal((await fetch(proxy.url + '/metrics')).status, 401)
+  })
+
+  test('one info line per request with the fields, and no key', () => {
+    const requests = lines.map((line) => JSON.parse(line)).filter((l) => l.event === 'request')
+    assert.equal(requests.length, 7)
+    for (const line of requests) {
+      for (const field of [
+        'session',
+        'messages',
+        'newResults',
+        'stubs',
+        'dedupes',
+        'caps',
+        'charsSaved',
+        'status',
+        'ms',
+        'stream',
+        'spliced',
+      ])
+        assert.ok(field in line, `${field} in ${JSON.stringify(line)}`)
+      assert.equal(line.level, 'info')
+    }
+    assert.equal(requests.filter((l) => l.stream).length, 1)
+    assert.equal(requests.at(-2).caps, 1)
+    const all = lines.join('')
+    assert.ok(!all.includes('CANARY'), 'no API key or secret in the logs')
+  })
+
+  test('lembas-proxy stats --url prints the table, and --json the snapshot', async () => {
+    const cli = ['--import', 'tsx', 'src/cli.ts', 'stats', '--url', proxy.url]
+    const env = { ...process.env, LEMBAS_AUTH: SECRET }
+    const table = await run(process.execPath, cli, { env })
+    const rows = table.stdout.split('\n')
+    assert.match(rows[1]!, /^session\s+requests\s+errors\s+new\s+stubs\s+dedupes\s+caps/)
+    assert.ok(
+      rows.some((row) => /^\S+\s+6\s+0\s+5\s+\d+\s+2\s+1\s/.test(row)),
+      table.stdout,
+    )
+    assert.ok(
+      rows.some((row) => /^total\s+7\s/.test(row)),
+      table.stdout,
+    )
+    const json = await run(process.execPath, [...cli, '--json'], { env })
+    assert.equal((JSON.parse(json.stdout) as StatsSnapshot).totals.requests, 7)
+  })
+})
+
+/** llama.cpp's stream: `timings` on the last chunk (cache_n from the cache, prompt_n evaluated). */
+function llamaStream(): FakeResponse {
+  const chunks = chatChunks({ content: ['hel', 'lo'] })
+  chunks[chunks.length - 1]!.timings = {
+    cache_n: 90,
+    prompt_n: 10,
+    predicted_n: 5,
+    prompt_ms: 12.5,
+  }
+  return { sse: chunks }
+}
+
+describe('the stats collector', () => {
+  const finished = (session: string, usage?: unknown, timings?: unknown) => ({
+    session,
+    status: 200,
+    ms: 5,
+    stream: false,
+    usage,
+    timings,
+    recalls: 0,
+    upstreamError: false,
+  })
+
+  test('keeps the most recently active sessions, and every request in the totals', () => {
+    const stats = createStats({ maxSessions: 2 })
+    for (const session of ['a', 'b', 'a', 'c']) stats.recordRequest(finished(session))
+    const snapshot = stats.snapshot()
+    assert.deepEqual(
+      snapshot.sessions.map((s) => [s.session, s.requests]),
+      [
+        ['c', 1],
+        ['a', 2],
+      ],
+    )
+    assert.equal(snapshot.totals.requests, 4)
+  })
+
+  test('reads OpenAI, DeepSeek and llama.cpp usage', () => {
+    const stats = createStats()
+    stats.recordRequest(
+      finished('s', { prompt_tokens: 10, prompt_tokens_details: { cached_tokens: 4 } }),
+    )
+    stats.recordRequest(finished('s', { prompt_tokens: 10, prompt_cache_hit_tokens: 6 }))
+    stats.recordRequest(finished('s', undefined, { cache_n: 7, prompt_n: 3, predicted_n: 2 }))
+    const totals = stats.snapshot().totals
+    assert.equal(totals.promptTokens, 30)
+    assert.equal(totals.cachedTokens, 17)
+    assert.equal(totals.completionTokens, 2)
+    assert.equal(totals.cachedRatio, Math.round((17 / 30) * 10_000) / 10_000)
+  })
+})
