@@ -59,7 +59,7 @@ export async function completeChat(turn: Turn, meter?: Meter): Promise<Answer> {
     }
 
     const visible = upstreamAssistant(texts.join('') || null, visibleCalls)
-    await recordHiddenExchange(visible, hidden, turn.session, turn.store)
+    await recordHiddenExchange(visible, hidden, turn.session, turn.store, turn.lastMessage)
     choice.message = { ...message, ...visible }
     if (visibleCalls.length === 0) delete (choice.message as Record<string, unknown>).tool_calls
     choice.finish_reason =

@@ -15,6 +15,8 @@ export interface Turn {
   readonly body: UpstreamBody
   readonly headers: Record<string, string>
   readonly session: SessionRef
+  /** The key of the client's last message: a text reply's hidden exchange is tied to it. */
+  readonly lastMessage: string | undefined
   readonly signal: AbortSignal
   /** Null when the client defines its own `recall` or sends no tools: nothing is intercepted. */
   readonly recall: RecallSetup | null

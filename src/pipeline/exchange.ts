@@ -1,6 +1,6 @@
 import type { Store } from '../store/store.js'
 import type { ChatMessage, ToolCall } from '../wire/chat.js'
-import { assistantKey } from '../session/fingerprints.js'
+import { assistantKey, textKeyPrefix } from '../session/fingerprints.js'
 import type { SessionRef } from './history.js'
 import { keys } from './records.js'
 
@@ -20,13 +20,15 @@ export async function recordHiddenExchange(
   upstreamMessages: readonly ChatMessage[],
   session: SessionRef,
   store: Store,
+  previous: string | undefined,
 ): Promise<void> {
   const scope = session.ensure()
-  const key = assistantKey(visible)
+  const key = assistantKey(visible, previous)
   await store.putIfAbsent(scope, [
     [keys.hidden(key), JSON.stringify({ messages: upstreamMessages })],
   ])
-  if (!session.identity.explicit) {
+  // A text reply is too common to name a session by ("Done."): only tool call ids do that.
+  if (!session.identity.explicit && !key.startsWith(textKeyPrefix)) {
     await store.putIfAbsent(session.identity.tenant, [[keys.ownerOfAssistant(key), scope]])
   }
 }

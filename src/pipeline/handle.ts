@@ -195,6 +195,7 @@ async function chat(
     body: prepared.body,
     headers: input.headers,
     session,
+    lastMessage: prepared.lastMessage,
     signal: input.signal,
     recall: prepared.recall ? deps.recall : null,
     upstream: deps.upstream,

@@ -7,7 +7,7 @@ import {
   type Rendering,
   type TableRead,
 } from '../context/index.js'
-import { assistantKey, toolMessageKey } from '../session/fingerprints.js'
+import { assistantKey, messageKey, textKeyPrefix, toolMessageKey } from '../session/fingerprints.js'
 import { explicitScope, implicitScope, type Identity } from '../session/identity.js'
 import type { Store } from '../store/store.js'
 import { classifyCall, type Profile } from '../tools/index.js'
@@ -67,6 +67,8 @@ export interface HistoryState {
   readonly table: DedupeTable
   readonly views: ReadonlyMap<string, { readonly sha256: string }>
   readonly lastToolKey: string | undefined
+  /** The last message's key: what the next text reply's key is tied to (fingerprints.ts). */
+  readonly lastMessage: string | undefined
   /** The tool calls of the last assistant message: a later tool message may answer one. */
   readonly calls: ReadonlyMap<string, ToolCall>
 }
@@ -106,7 +108,10 @@ export async function findSession(
   const ownerKeys = messages.flatMap((message, index) => {
     if (continuity?.summaries.includes(index)) return [keys.ownerOfSummary(summaryKey(message))]
     if (message.role === 'tool') return [keys.ownerOfTool(toolMessageKey(message))]
-    if (message.role === 'assistant') return [keys.ownerOfAssistant(assistantKey(message))]
+    if (message.role === 'assistant') {
+      const key = assistantKey(message, index > 0 ? messageKey(messages[index - 1]!) : undefined)
+      return key.startsWith(textKeyPrefix) ? [] : [keys.ownerOfAssistant(key)]
+    }
     return []
   })
   const owners = ownerKeys.length > 0 ? await store.get(identity.tenant, ownerKeys) : []
@@ -179,7 +184,11 @@ export async function rebuildHistory(
   messages.forEach((message, index) => {
     if (message.role === 'tool') tools.push({ index, message, key: toolMessageKey(message) })
     else if (message.role === 'assistant')
-      assistants.push({ index, message, key: assistantKey(message) })
+      assistants.push({
+        index,
+        message,
+        key: assistantKey(message, previousMessageKey(messages, index, start)),
+      })
   })
 
   let { toolRecords, hiddenRecords, callIds } = await readRecords(
@@ -349,27 +358,30 @@ async function renderFresh(
   savings: Savings,
 ): Promise<Map<string, ToolRecord>> {
   const scope = session.ensure()
-  // A tool message whose call id the session knows, with other content, is the client's own
-  // rewrite of an old result (a pruned "[Old tool result content cleared]"): it keeps its id.
+  // A tool message whose call id the session knows, with other content, where that result stood
+  // (after the same tool message), is the client's own rewrite of an old result (a pruned
+  // "[Old tool result content cleared]"): it keeps its id. A call id reused elsewhere is new.
+  const previousKeys = toolKeysBefore(messages, start?.lastToolKey)
   const earlier = fresh.map((slot) => callIds.get(slot.message.tool_call_id ?? ''))
-  const claimed = await deps.store.claimIds(
-    scope,
-    fresh.filter((_, i) => earlier[i] === undefined).map((slot) => keys.tool(slot.key)),
-  )
-  let nextClaimed = 0
-  const numbers = fresh.map((_, i) => earlier[i]?.n ?? claimed[nextClaimed++]!)
-  // What the rewritten results were: a full read among them still counts for a summary's table.
-  const rewrites = earlier.flatMap((original) => (original ? [keys.tool(original.key)] : []))
-  const originals = rewrites.length > 0 ? await deps.store.get(scope, rewrites) : []
+  const candidates = earlier.flatMap((original) => (original ? [keys.tool(original.key)] : []))
+  const originals = candidates.length > 0 ? await deps.store.get(scope, candidates) : []
   const originalRead = new Map<string, TableRead | undefined>()
   let nextOriginal = 0
   fresh.forEach((slot, i) => {
     if (!earlier[i]) return
     const record = parseRecord<ToolRecord>(originals[nextOriginal++])
-    originalRead.set(slot.key, record?.stub ? undefined : record?.read)
+    if (record && record.prev === previousKeys.get(slot.index)) {
+      originalRead.set(slot.key, record.stub ? undefined : record.read)
+    }
   })
-  const rewritten = new Set(
-    fresh.filter((_, i) => earlier[i] !== undefined).map((slot) => slot.key),
+  const rewritten = new Set(originalRead.keys())
+  const claimed = await deps.store.claimIds(
+    scope,
+    fresh.filter((slot) => !rewritten.has(slot.key)).map((slot) => keys.tool(slot.key)),
+  )
+  let nextClaimed = 0
+  const numbers = fresh.map((slot, i) =>
+    rewritten.has(slot.key) ? earlier[i]!.n : claimed[nextClaimed++]!,
   )
   const calls = new Map([...(start?.calls ?? []), ...toolCallsById(messages)])
   const definitions = definitionsByName(tools)
@@ -490,6 +502,30 @@ function wellFormed(text: string): string {
   return (text as unknown as { toWellFormed(): string }).toWellFormed()
 }
 
+/** For each tool message (by index), the key of the tool message before it in the request. */
+function toolKeysBefore(
+  messages: readonly ChatMessage[],
+  first: string | undefined,
+): Map<number, string | undefined> {
+  const before = new Map<number, string | undefined>()
+  let previous = first
+  messages.forEach((message, index) => {
+    if (message.role !== 'tool') return
+    before.set(index, previous)
+    previous = toolMessageKey(message)
+  })
+  return before
+}
+
+/** The key of the message before `index`, across the known history when going on from it. */
+function previousMessageKey(
+  messages: readonly ChatMessage[],
+  index: number,
+  start: HistoryState | undefined,
+): string | undefined {
+  return index > 0 ? messageKey(messages[index - 1]!) : start?.lastMessage
+}
+
 /** Adds what a rendering shows to the table; a stub whose target is gone shows in full. */
 function addShown(
   table: DedupeTable,
@@ -524,16 +560,16 @@ function assemble(
   let lastToolKey = start?.lastToolKey
   let calls: ReadonlyMap<string, ToolCall> = start?.calls ?? new Map()
   const out: ChatMessage[] = []
-  // Going on from a known history: its system prompt already carries the block.
-  let blockPlaced = start !== undefined
+  // The block joins a system prompt that opens the history, or opens it itself: placed by the
+  // first message alone, so a system message appearing later never moves it. Going on from a
+  // known history, it is already there.
   for (const [index, message] of messages.entries()) {
     const summaryTable = tables.get(index)
     if (summaryTable !== undefined) stats.compactions++
     const after = (rendered: ChatMessage) =>
       summaryTable === undefined ? rendered : withTable(rendered, summaryTable)
-    if (message.role === 'system' && !blockPlaced) {
+    if (index === 0 && start === undefined && message.role === 'system') {
       out.push(after(withPromptBlock(message, deps.promptBlock)))
-      blockPlaced = true
     } else if (message.role === 'tool') {
       lastToolKey = toolMessageKey(message)
       const record = toolRecords.get(lastToolKey)
@@ -545,16 +581,22 @@ function assemble(
     } else if (summaryTable !== undefined) {
       out.push(after(message))
     } else if (message.role === 'assistant') {
-      const hidden = hiddenRecords.get(assistantKey(message))
+      const hidden = hiddenRecords.get(
+        assistantKey(message, previousMessageKey(messages, index, start)),
+      )
       if (hidden) {
         out.push(...hidden.messages)
         stats.restoredExchanges++
       } else out.push(message)
     } else out.push(message)
   }
-  if (!blockPlaced) out.unshift({ role: 'system', content: deps.promptBlock })
+  if (start === undefined && messages[0]?.role !== 'system') {
+    out.unshift({ role: 'system', content: deps.promptBlock })
+  }
   for (const message of messages) if (message.tool_calls?.length) calls = toolCallsById([message])
-  return { messages: out, stats, state: { table, views, lastToolKey, calls } }
+  const last = messages.at(-1)
+  const lastMessage = last ? messageKey(last) : start?.lastMessage
+  return { messages: out, stats, state: { table, views, lastToolKey, lastMessage, calls } }
 }
 
 /** The block goes once at the end of the first system message: the same bytes every time. */

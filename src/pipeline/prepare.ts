@@ -17,6 +17,7 @@ import {
   type Continuity,
   type HistoryDeps,
   type HistoryStats,
+  type Rebuilt,
 } from './history.js'
 import type { SpliceCache } from './splice.js'
 import type { RecallSetup } from './recall.js'
@@ -41,6 +42,8 @@ export type Prepared =
       readonly request: ChatRequest
       readonly body: UpstreamBody
       readonly session: SessionRef
+      /** The key of the request's last message (see Turn.lastMessage). */
+      readonly lastMessage: string | undefined
       readonly stats: HistoryStats & { readonly spliced: number }
       /** False when the client defines its own `recall`: nothing is intercepted then. */
       readonly recall: boolean
@@ -111,13 +114,16 @@ async function prepareWhole(
   if (span && session.scope !== undefined) {
     deps.splice.remember(spliceKey(headers, deps.sessionSources), {
       scope: session.scope,
+      explicit: identity.explicit !== undefined,
+      systemKey: continuity.systemKey,
       arrayStart: span.arrayStart,
       prefix: bytes.subarray(0, span.lastEnd),
       messages: upstreamMessages,
       history: rebuilt.state,
+      endsWithMarker: endsWithMarker(request.messages, deps.profile),
     })
   }
-  return finish(request, upstreamMessages, session, { ...rebuilt.stats, spliced: 0 }, deps)
+  return finish(request, upstreamMessages, session, rebuilt, 0, deps)
 }
 
 /** The fast path; undefined when the request does not go on from a remembered one. */
@@ -128,17 +134,22 @@ async function spliced(
   deps: PrepareDeps,
   now: number,
 ): Promise<Prepared | undefined> {
+  // A compaction is decided over the whole history: the full path takes those requests.
+  if (compactionSignal) return undefined
   const key = spliceKey(headers, deps.sessionSources)
   const state = deps.splice.find(key, bytes)
-  if (!state) return undefined
+  if (!state || state.endsWithMarker) return undefined
   const lastEnd = state.prefix.length
   const tail = arrayTail(bytes, lastEnd)
   if (!tail) return undefined
   // Only what the request appends is decoded and parsed; the fields around the array too.
-  const newText = bytes.toString('utf8', lastEnd, tail.arrayEnd).replace(/^\s*,/, '')
+  const between = bytes.toString('utf8', lastEnd, tail.arrayEnd)
+  const newText = between.replace(/^\s*,/, '')
+  if (newText !== between && newText.trim() === '') return undefined // `[…,]`: the full path refuses it
   const restText =
     bytes.toString('utf8', 0, state.arrayStart) + '[]' + bytes.toString('utf8', tail.arrayEnd + 1)
-  const appended = parseJson('[' + newText + ']', deps.maxDepth)
+  // The appended messages sit one level deeper in the whole body than in this array.
+  const appended = parseJson('[' + newText + ']', deps.maxDepth - 1)
   const rest = parseJson(restText, deps.maxDepth)
   const checked = checkChatRequest({ ...(rest as object), messages: appended })
   if (!checked.ok)
@@ -147,12 +158,13 @@ async function spliced(
   const tools = request.tools ?? []
   const identity = identify(headers, request, deps.sessionSources)
   if (tools.length === 0) return undefined
-  // A session id in the body must name the remembered session.
-  if (
-    identity.explicit &&
-    explicitScope({ ...identity, explicit: identity.explicit }) !== state.scope
-  )
-    return undefined
+  // A session id in the body must name the remembered session; a body that drops it is not
+  // the remembered explicit session any more.
+  const scope = identity.explicit
+    ? explicitScope({ ...identity, explicit: identity.explicit })
+    : undefined
+  if (scope !== undefined ? scope !== state.scope : state.explicit) return undefined
+  if (hasMarker(request.messages, deps.profile)) return undefined
   // Tool results that answer calls made before the remembered end must know those calls.
   const known = new Set([
     ...state.history.calls.keys(),
@@ -162,7 +174,12 @@ async function spliced(
     return undefined
 
   const session = new SessionRef(identity, state.scope)
-  const continuity = continuityOf(request.messages, compactionSignal, deps, now)
+  const continuity = {
+    summaries: [],
+    systemKey: state.systemKey,
+    withinMs: deps.continueWithinMs,
+    now,
+  }
   const rebuilt = await rebuildHistory(
     request.messages,
     tools,
@@ -173,20 +190,21 @@ async function spliced(
   )
   const upstreamMessages = appendMessages(state.messages, messagesText(rebuilt.messages))
   deps.splice.remember(key, {
-    scope: state.scope,
-    arrayStart: state.arrayStart,
+    ...state,
     prefix: bytes.subarray(0, tail.lastEnd),
     messages: upstreamMessages,
     history: rebuilt.state,
+    endsWithMarker: endsWithMarker(request.messages, deps.profile),
   })
-  return finish(request, upstreamMessages, session, { ...rebuilt.stats, spliced: 1 }, deps)
+  return finish(request, upstreamMessages, session, rebuilt, 1, deps)
 }
 
 function finish(
   request: ChatRequest,
   upstreamMessages: readonly Buffer[],
   session: SessionRef,
-  stats: HistoryStats & { spliced: number },
+  rebuilt: Rebuilt,
+  spliced: 0 | 1,
   deps: PrepareDeps,
 ): Prepared {
   const tools = request.tools ?? []
@@ -197,7 +215,8 @@ function finish(
     request,
     body: buildBody(fields, upstreamMessages),
     session,
-    stats,
+    lastMessage: rebuilt.state.lastMessage,
+    stats: { ...rebuilt.stats, spliced },
     recall: !clientHasRecall,
   }
 }
@@ -218,6 +237,23 @@ function continuityOf(
     withinMs: deps.continueWithinMs,
     now,
   }
+}
+
+/** A message an agent's compaction marker matches: such requests take the full path. */
+function hasMarker(messages: readonly ChatMessage[], profile: Profile): boolean {
+  return messages.some((message) => isMarker(message, profile))
+}
+
+/** The last message is a marker whose summary may come next (opencode's question). */
+function endsWithMarker(messages: readonly ChatMessage[], profile: Profile): boolean {
+  const last = messages.at(-1)
+  return last !== undefined && isMarker(last, profile)
+}
+
+function isMarker(message: ChatMessage, profile: Profile): boolean {
+  return profile.compaction.some(
+    (marker) => marker.role === message.role && marker.pattern.test(contentText(message.content)),
+  )
 }
 
 /** The system prompt's fingerprint, cut before a summary an agent put into it (Continue). */

@@ -9,6 +9,12 @@ import type { HistoryState } from './history.js'
  */
 export interface SpliceState {
   readonly scope: string
+  /** The session was named by the client (a header or a body field). */
+  readonly explicit: boolean
+  /** The system prompt's fingerprint (for listing an implicit session). */
+  readonly systemKey: string
+  /** The last message may be followed by a summary (opencode): the next request goes the full way. */
+  readonly endsWithMarker: boolean
   /** Offset of the messages array's `[` in the request bytes. */
   readonly arrayStart: number
   /** The request's bytes up to just after the array's last element. */

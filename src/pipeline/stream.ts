@@ -53,16 +53,27 @@ class Round {
     if (!isRecord(choice)) return this.forward(raw, chunk, false)
     let changed = false
     if (choice.finish_reason !== undefined && choice.finish_reason !== null) {
-      this.finish = { raw, chunk: structuredClone(chunk) }
       const delta = isRecord(choice.delta) ? choice.delta : {}
-      if (!hasContent(delta)) return undefined
+      if (!hasContent(delta)) {
+        this.finish = { raw, chunk: structuredClone(chunk) }
+        return undefined
+      }
+      // The last delta came with the finish: forward the delta now, the finish alone later.
+      const finishOnly = structuredClone(chunk)
+      ;(finishOnly.choices as Record<string, unknown>[])[0]!.delta = {}
+      this.finish = { raw: JSON.stringify(finishOnly), chunk: finishOnly }
       choice.finish_reason = null
       changed = true
     }
     const delta = isRecord(choice.delta) ? choice.delta : undefined
     if (delta && typeof delta.content === 'string') this.text += delta.content
     if (delta && Array.isArray(delta.tool_calls)) {
-      const forwarded = delta.tool_calls.flatMap((part: unknown) => this.toolCallDelta(part))
+      // Some servers leave out `index` when a chunk holds one call: its position stands for it.
+      const forwarded = delta.tool_calls.flatMap((part: unknown, position: number) =>
+        this.toolCallDelta(
+          isRecord(part) && typeof part.index !== 'number' ? { ...part, index: position } : part,
+        ),
+      )
       changed = true
       if (forwarded.length > 0) delta.tool_calls = forwarded
       else {
@@ -233,7 +244,7 @@ export async function* streamChat(
         hidden.push(upstreamMessage)
       }
       const visible = upstreamAssistant(texts.join('') || null, visibleCalls)
-      await recordHiddenExchange(visible, hidden, turn.session, turn.store)
+      await recordHiddenExchange(visible, hidden, turn.session, turn.store, turn.lastMessage)
       const finishReason = visibleCalls.length > 0 ? 'tool_calls' : 'stop'
       yield encodeSseData(
         JSON.stringify(state.template({ delta: {}, finish_reason: finishReason })),

@@ -14,11 +14,28 @@ export function toolMessageKey(message: ChatMessage): string {
 
 /**
  * An assistant message as the client keeps it. Tool call ids are unique, so they alone name a
- * message with calls (clients re-serialise arguments); a text reply is named by its text.
+ * message with calls (clients re-serialise arguments). A text reply ("Done.") is not unique: it
+ * is named by its text and the message before it (`previous`, a messageKey).
  */
-export function assistantKey(message: Pick<ChatMessage, 'content' | 'tool_calls'>): string {
+export function assistantKey(
+  message: Pick<ChatMessage, 'content' | 'tool_calls'>,
+  previous: string | undefined,
+): string {
   const calls = message.tool_calls ?? []
   if (calls.length > 0)
     return shortHash('calls\u0000' + calls.map((call) => call.id).join('\u0000'))
-  return shortHash('text\u0000' + contentText(message.content).trim())
+  return (
+    textKeyPrefix +
+    shortHash('text\u0000' + (previous ?? '') + '\u0000' + contentText(message.content).trim())
+  )
+}
+
+/** Keys of text replies start so: they never name a session on their own (see history.ts). */
+export const textKeyPrefix = 't.'
+
+/** Any message, by its role and content: what a text reply's key is tied to. */
+export function messageKey(message: ChatMessage): string {
+  return message.role === 'tool'
+    ? toolMessageKey(message)
+    : shortHash(message.role + '\u0000' + JSON.stringify(message.content ?? null))
 }
