@@ -8,6 +8,7 @@
  * JSON to the previous request's, so building a step costs O(body) string work, outside any
  * timed region.
  */
+import { CLAUDE_TOOLS as AGENT_TOOLS } from '../test/helpers/agent.js'
 
 /** mulberry32: small, fast, and the same sequence on every machine for a given seed. */
 export function makeRng(seed: number): () => number {
@@ -31,82 +32,9 @@ export function seedOf(...parts: (string | number)[]): number {
   return h
 }
 
-/** Claude Code's tools as routers expose them (as in test/helpers/agent.ts), plus Grep. */
+/** Claude Code's tools as routers expose them: the tests' set, plus Grep. */
 export const CLAUDE_TOOLS = [
-  {
-    type: 'function',
-    function: {
-      name: 'Read',
-      description: 'Reads a file from the local filesystem.',
-      parameters: {
-        type: 'object',
-        properties: {
-          file_path: { type: 'string', description: 'The absolute path to the file to read' },
-          offset: {
-            type: 'number',
-            description:
-              'The line number to start reading from. Only provide if the file is too large to read at once',
-          },
-          limit: {
-            type: 'number',
-            description:
-              'The number of lines to read. Only provide if the file is too large to read at once.',
-          },
-        },
-        required: ['file_path'],
-      },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'Edit',
-      description: 'Performs exact string replacements in files.',
-      parameters: {
-        type: 'object',
-        properties: {
-          file_path: { type: 'string', description: 'The absolute path to the file to modify' },
-          old_string: { type: 'string', description: 'The text to replace' },
-          new_string: { type: 'string', description: 'The text to replace it with' },
-          replace_all: {
-            type: 'boolean',
-            description: 'Replace all occurences of old_string (default false)',
-          },
-        },
-        required: ['file_path', 'old_string', 'new_string'],
-      },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'Write',
-      description: 'Writes a file to the local filesystem.',
-      parameters: {
-        type: 'object',
-        properties: {
-          file_path: { type: 'string', description: 'The absolute path to the file to write' },
-          content: { type: 'string', description: 'The content to write to the file' },
-        },
-        required: ['file_path', 'content'],
-      },
-    },
-  },
-  {
-    type: 'function',
-    function: {
-      name: 'Glob',
-      description: 'Fast file pattern matching tool that works with any codebase size',
-      parameters: {
-        type: 'object',
-        properties: {
-          pattern: { type: 'string', description: 'The glob pattern to match files against' },
-          path: { type: 'string', description: 'The directory to search in.' },
-        },
-        required: ['pattern'],
-      },
-    },
-  },
+  ...AGENT_TOOLS,
   {
     type: 'function',
     function: {
@@ -127,19 +55,7 @@ export const CLAUDE_TOOLS = [
       },
     },
   },
-  {
-    type: 'function',
-    function: {
-      name: 'Bash',
-      description: 'Executes a given bash command',
-      parameters: {
-        type: 'object',
-        properties: { command: { type: 'string', description: 'The command to execute' } },
-        required: ['command'],
-      },
-    },
-  },
-] as const
+]
 
 const SYSTEM_SHORT =
   'You are Claude Code, an interactive CLI tool that helps users with software engineering tasks. ' +
