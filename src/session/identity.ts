@@ -23,8 +23,18 @@ const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const
  */
 export function tenantOf(headers: Headers): string {
   const credential = CREDENTIAL_HEADERS.map((name) => headers.get(name)).find((value) => value)
-  return credential ? 't' + shortHash(credential) : 'anonymous'
+  if (!credential) return 'anonymous'
+  let tenant = tenants.get(credential)
+  if (tenant === undefined) {
+    if (tenants.size > 1000) tenants.clear()
+    tenant = 't' + shortHash(credential)
+    tenants.set(credential, tenant)
+  }
+  return tenant
 }
+
+// A client sends the same key on every request: hash it once (the map lives in memory only).
+const tenants = new Map<string, string>()
 
 /**
  * The session id the agent sends: the first of the session headers (opencode's
