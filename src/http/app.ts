@@ -3,6 +3,8 @@ import { Readable } from 'node:stream'
 import { Hono, type Context } from 'hono'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import type { Logger } from '../log.js'
+import { messagesHandler } from '../formats/anthropic/route.js'
+import { responsesHandler } from '../formats/responses/route.js'
 import { handleChat, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { isAbortError } from '../upstream/index.js'
 import { AUTH_HEADER, sharedSecret } from './auth.js'
@@ -71,6 +73,9 @@ export function createApp(deps: AppDeps): Hono {
     )
     return toResponse(reply)
   })
+
+  app.post('/v1/responses', responsesHandler(deps))
+  app.post('/v1/messages', messagesHandler(deps))
 
   app.all('/v1/*', async (c) => {
     const url = new URL(c.req.url)

@@ -25,6 +25,12 @@ export const codex = defineProfile({
       success:
         /^Exit code: 0\nWall time: [^\n]*\n(?:Total output lines: \d+\n)?Output:\n(?<body>[\s\S]*)$/,
     },
+    {
+      // exec_command (Codex CLI 0.171): a chunk of a process's output, with its exit code.
+      any: /^Chunk ID: [^\n]*\nWall time: /,
+      success:
+        /^Chunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code 0\n(?:Original token count: \d+\n)?Output:\n(?<body>[\s\S]*)$/,
+    },
   ],
   success: [{ pattern: /^Success\. Updated the following files:\n/ }],
   compaction: [

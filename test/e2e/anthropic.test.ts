@@ -1,0 +1,296 @@
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import { createStore } from '../../src/store/index.js'
+import {
+  anthropicSse,
+  assembleMessage,
+  messagesRequests,
+  scriptedClaude,
+} from '../helpers/fake-anthropic.js'
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
+
+const DAY = 86_400_000
+
+const TOOLS = [
+  {
+    name: 'Bash',
+    description: 'Runs a command',
+    input_schema: { type: 'object', properties: { command: { type: 'string' } } },
+  },
+  {
+    name: 'Read',
+    description: 'Reads a file',
+    input_schema: { type: 'object', properties: { file_path: { type: 'string' } } },
+    cache_control: { type: 'ephemeral' },
+  },
+]
+
+const SYSTEM = [
+  { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+]
+
+function seq(n: number): string {
+  return Array.from({ length: n }, (_, i) => String(i + 1)).join('\n')
+}
+
+async function postMessages(
+  url: string,
+  body: unknown,
+): Promise<{ status: number; text: string; json: any }> {
+  const response = await fetch(url + '/v1/messages', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-api-key': 'sk-ant-test',
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'prompt-caching-2024-07-31',
+    },
+    body: JSON.stringify(body),
+  })
+  const text = await response.text()
+  let json: any
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, text, json }
+}
+
+/** A small Claude Code: keeps its messages, runs the tool calls with canned outputs. */
+class Client {
+  readonly messages: any[] = []
+  /** Claude Code's own form: the session's uuid at the end of metadata.user_id. */
+  readonly user = `user_abc_account__session_${randomUUID()}`
+  /** The events of the last streamed answer. */
+  events: any[] = []
+  constructor(
+    private readonly url: string,
+    private readonly stream: boolean,
+  ) {}
+
+  async send(): Promise<{ content: any[]; stop_reason: string }> {
+    const reply = await postMessages(this.url, {
+      model: 'claude-test',
+      max_tokens: 1024,
+      system: SYSTEM,
+      tools: TOOLS,
+      metadata: { user_id: this.user },
+      messages: this.messages,
+      ...(this.stream ? { stream: true } : {}),
+    })
+    assert.equal(reply.status, 200, reply.text)
+    if (this.stream) this.events = anthropicSse(reply.text)
+    const message = this.stream ? assembleMessage(this.events) : reply.json
+    this.messages.push({ role: 'assistant', content: message.content })
+    return message
+  }
+
+  async ask(text: string): Promise<{ content: any[]; stop_reason: string }> {
+    this.messages.push({ role: 'user', content: [{ type: 'text', text }] })
+    return this.send()
+  }
+
+  /** Answers the last tool calls; `mark` puts a cache breakpoint on the results. */
+  async answer(
+    outputs: Record<string, unknown>,
+    mark = false,
+  ): Promise<{ content: any[]; stop_reason: string }> {
+    const last = this.messages.at(-1)
+    const results = last.content
+      .filter((b: any) => b.type === 'tool_use')
+      .map((b: any) => ({
+        type: 'tool_result',
+        tool_use_id: b.id,
+        content: outputs[b.name],
+        ...(mark ? { cache_control: { type: 'ephemeral' } } : {}),
+      }))
+    this.messages.push({ role: 'user', content: results })
+    return this.send()
+  }
+}
+
+function upstreamMessages(upstream: FakeUpstream): any[] {
+  return messagesRequests(upstream.requests).map((r) => r.json)
+}
+
+/** Every upstream request's messages begin with the previous one's, byte for byte. */
+function prefixViolations(upstream: FakeUpstream): string[] {
+  const requests = messagesRequests(upstream.requests)
+  const problems: string[] = []
+  for (let i = 1; i < requests.length; i++) {
+    const prefix = JSON.stringify(requests[i - 1]!.json.messages).slice(0, -1)
+    if (!requests[i]!.body.includes(prefix)) problems.push(`request ${i + 1} changes its history`)
+  }
+  return problems
+}
+
+for (const stream of [false, true]) {
+  describe(`POST /v1/messages (${stream ? 'streaming' : 'non-streaming'})`, () => {
+    let upstream: FakeUpstream
+    let proxy: TestProxy
+    before(async () => {
+      upstream = await startFakeUpstream()
+      proxy = await startProxy({
+        upstreamUrl: upstream.url,
+        store: await createStore('memory:', { idleTtlMs: DAY }),
+      })
+    })
+    after(async () => {
+      await proxy.close()
+      await upstream.close()
+    })
+
+    test('tool results get ids and caps, earlier messages stay byte-identical, breakpoints stay', async () => {
+      upstream.requests.length = 0
+      upstream.setScript(
+        scriptedClaude([
+          { tools: [{ name: 'Bash', input: { command: 'seq 1 5' } }] },
+          { text: 'Now more.', tools: [{ name: 'Bash', input: { command: 'seq 1 20000' } }] },
+          { text: 'Done.' },
+          { text: 'Bye.' },
+        ]),
+      )
+      const client = new Client(proxy.url, stream)
+      await client.ask('count')
+      await client.answer({ Bash: seq(5) })
+      // Claude Code marks a breakpoint on its newest tool result.
+      const big = await client.answer({ Bash: [{ type: 'text', text: seq(20000) }] }, true)
+      assert.equal(big.content[0].text, 'Done.')
+      await client.ask('thanks')
+
+      const requests = upstreamMessages(upstream)
+      assert.equal(requests.length, 4)
+      assert.deepEqual(prefixViolations(upstream), [])
+      for (const request of requests) {
+        assert.equal(messagesRequests(upstream.requests)[0]!.path, '/v1/messages')
+        assert.deepEqual(request.system.slice(0, 1), SYSTEM)
+        assert.deepEqual(request.system[1], { type: 'text', text: promptBlock })
+        assert.deepEqual(
+          request.tools.map((t: any) => t.name),
+          ['Bash', 'Read', 'recall'],
+        )
+        const recall = request.tools[2]
+        assert.deepEqual(Object.keys(recall), ['name', 'description', 'input_schema'])
+        assert.equal(recall.input_schema.type, 'object')
+        assert.deepEqual(request.tools[1].cache_control, { type: 'ephemeral' })
+      }
+      const last = requests[3]
+      const first = last.messages[2].content[0]
+      assert.equal(first.type, 'tool_result')
+      assert.equal(typeof first.content, 'string')
+      assert.match(first.content, /#0001/)
+      const second = last.messages[4].content[0]
+      assert.ok(Array.isArray(second.content), 'a parts array stays an array')
+      assert.match(second.content[0].text, /#0002/)
+      assert.ok(second.content[0].text.length < seq(20000).length / 2, 'the long result is capped')
+      assert.deepEqual(second.cache_control, { type: 'ephemeral' }, 'the breakpoint stays')
+      const breakpoints = JSON.stringify(last.messages).match(/cache_control/g) ?? []
+      assert.equal(breakpoints.length, 1, 'no breakpoint is added')
+      const headers = messagesRequests(upstream.requests)[0]!.headers
+      assert.equal(headers['x-api-key'], 'sk-ant-test')
+      assert.equal(headers['anthropic-version'], '2023-06-01')
+      assert.equal(headers['anthropic-beta'], 'prompt-caching-2024-07-31')
+    })
+
+    test('recall is answered by the proxy and the next request restores it', async () => {
+      upstream.requests.length = 0
+      let recalled = ''
+      upstream.setScript(
+        scriptedClaude([
+          { tools: [{ name: 'Bash', input: { command: 'seq 1 1000' } }] },
+          {
+            text: 'Let me look. ',
+            tools: [{ name: 'recall', input: { id: '0001', offset: 500, limit: 3 } }],
+          },
+          (request) => {
+            const user = request.json.messages.at(-1)
+            recalled = user.content[0].content
+            return { text: 'Line 500 says 500.' }
+          },
+          { text: 'You are welcome.' },
+        ]),
+      )
+      const client = new Client(proxy.url, stream)
+      client.messages.push({ role: 'user', content: 'line 500?' })
+      await client.send()
+      const reply = await client.answer({ Bash: seq(1000) })
+      assert.match(recalled, /^\[#\d+ recall #0001 lines 500-502 of 1000\]\n500\n501\n502$/)
+      assert.deepEqual(
+        reply.content.map((b: any) => b.type),
+        ['text', 'text'].slice(0, reply.content.length),
+      )
+      assert.ok(
+        !JSON.stringify(client.messages).includes('"recall"'),
+        'no recall reached the client',
+      )
+      assert.equal(
+        reply.content.map((b: any) => b.text).join(''),
+        'Let me look. Line 500 says 500.',
+      )
+      assert.equal(reply.stop_reason, 'end_turn')
+      if (stream) {
+        const types = client.events.map((e) => e.type)
+        assert.equal(types[0], 'message_start')
+        assert.equal(types.filter((t) => t === 'message_start').length, 1)
+        assert.deepEqual(types.slice(-2), ['message_delta', 'message_stop'])
+        assert.equal(types.filter((t) => t === 'message_stop').length, 1)
+        const starts = client.events.filter((e) => e.type === 'content_block_start')
+        assert.deepEqual(
+          starts.map((e) => e.index),
+          starts.map((_, i) => i),
+          'block indexes run 0, 1, … without the recall',
+        )
+        assert.deepEqual(client.events.at(-2).usage, { output_tokens: 20 }, 'usage summed')
+      }
+      await client.ask('Thanks')
+      const requests = upstreamMessages(upstream)
+      assert.equal(requests.length, 4)
+      assert.deepEqual(prefixViolations(upstream), [])
+      const restored = JSON.stringify(requests[3].messages)
+      assert.ok(restored.includes('"name":"recall"'), 'the recall is back in the upstream history')
+    })
+
+    test('upstream errors pass through', async () => {
+      upstream.setScript(() => ({
+        status: 429,
+        body: JSON.stringify({
+          type: 'error',
+          error: { type: 'rate_limit_error', message: 'slow' },
+        }),
+        headers: { 'retry-after': '3' },
+      }))
+      const reply = await postMessages(proxy.url, {
+        model: 'claude-test',
+        max_tokens: 10,
+        tools: TOOLS,
+        messages: [{ role: 'user', content: 'hi' }],
+        ...(stream ? { stream: true } : {}),
+      })
+      assert.equal(reply.status, 429)
+      assert.equal(reply.json.error.type, 'rate_limit_error')
+    })
+  })
+}
+
+describe('POST /v1/messages refusals', () => {
+  test('a body that is not a Messages request is a 400 in Anthropic shape', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+    })
+    try {
+      const reply = await postMessages(proxy.url, { messages: 'nope' })
+      assert.equal(reply.status, 400)
+      assert.equal(reply.json.type, 'error')
+      assert.equal(reply.json.error.type, 'invalid_request_error')
+      assert.equal(upstream.requests.length, 0)
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+})

@@ -1,0 +1,304 @@
+import assert from 'node:assert/strict'
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { createStore } from '../../src/store/index.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import {
+  inputPrefixViolations,
+  responsesEventsOf,
+  responsesRequests,
+  scriptedResponses,
+} from '../helpers/fake-responses.js'
+import { promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { makeProject } from '../helpers/workspace.js'
+
+const DAY = 86_400_000
+
+const tools = [
+  {
+    type: 'function',
+    name: 'shell',
+    description: 'Runs a command',
+    parameters: {
+      type: 'object',
+      properties: { command: { type: 'array', items: { type: 'string' } } },
+      required: ['command'],
+    },
+  },
+  { type: 'custom', name: 'apply_patch', description: 'Applies a patch' },
+]
+
+function userMessage(text: string) {
+  return { type: 'message', role: 'user', content: [{ type: 'input_text', text }] }
+}
+
+function shellOutput(lines: number): string {
+  const body = Array.from({ length: lines }, (_, i) => `line ${i + 1}`).join('\n')
+  return `Exit code: 0\nWall time: 0.1 seconds\nOutput:\n${body}`
+}
+
+async function postResponses(
+  proxyUrl: string,
+  body: unknown,
+): Promise<{ status: number; text: string; json: any }> {
+  const response = await fetch(proxyUrl + '/v1/responses', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer test-key' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
+  const text = await response.text()
+  let json: any
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, text, json }
+}
+
+/** The client's view of a finished answer: the output items (from the JSON or the stream). */
+function outputOf(result: { text: string; json: any }, stream: boolean): any[] {
+  if (!stream) return result.json.output
+  const events = responsesEventsOf(result.text)
+  const completed = events.filter((e) => e.type === 'response.completed')
+  assert.equal(completed.length, 1, 'one response.completed')
+  return completed[0].response.output
+}
+
+for (const stream of [false, true]) {
+  describe(`POST /v1/responses (${stream ? 'streaming' : 'non-streaming'})`, () => {
+    let upstream: FakeUpstream
+    let proxy: TestProxy
+    before(async () => {
+      upstream = await startFakeUpstream()
+      proxy = await startProxy({
+        upstreamUrl: upstream.url,
+        store: await createStore('memory:', { idleTtlMs: DAY }),
+      })
+    })
+    after(async () => {
+      await proxy.close()
+      await upstream.close()
+    })
+
+    test('tool outputs shaped, earlier items byte-identical, recall offered', async () => {
+      upstream.requests.length = 0
+      upstream.setScript(
+        scriptedResponses([
+          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'seq 1000'] } }] },
+          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'echo hi'] } }] },
+          { text: 'All done.' },
+        ]),
+      )
+      const base = {
+        model: 'gpt-5-codex',
+        instructions: 'You are Codex.',
+        tools,
+        stream,
+        store: false,
+        prompt_cache_key: `codex-${stream}`,
+      }
+      let input: any[] = [userMessage('count to 1000')]
+      for (let turn = 0; turn < 3; turn++) {
+        const result = await postResponses(proxy.url, { ...base, input })
+        assert.equal(result.status, 200, result.text)
+        const output = outputOf(result, stream)
+        input = [...input, ...output]
+        const call = output.find((item) => item.type === 'function_call')
+        if (call)
+          input.push({
+            type: 'function_call_output',
+            call_id: call.call_id,
+            output: turn === 0 ? shellOutput(1000) : shellOutput(1),
+          })
+      }
+      const sent = responsesRequests(upstream.requests)
+      assert.equal(sent.length, 3)
+      assert.deepEqual(inputPrefixViolations(upstream.requests), [])
+      for (const request of sent) {
+        assert.ok(request.instructions.endsWith(promptBlock), 'the block ends the instructions')
+        assert.ok(request.instructions.startsWith('You are Codex.'))
+        assert.ok(
+          request.tools.some(
+            (t: any) =>
+              t.type === 'function' && t.name === 'recall' && t.parameters && t.strict === false,
+          ),
+          'recall in the Responses tool shape',
+        )
+      }
+      const outputs = sent[2].input.filter((i: any) => i.type === 'function_call_output')
+      assert.match(outputs[0].output, /^\[#0001\]/)
+      assert.match(outputs[0].output, /lines elided, full output #0001\]/)
+      assert.ok(outputs[0].output.length < shellOutput(1000).length)
+      assert.match(outputs[1].output, /^\[#0002\]/)
+      // Items other than tool outputs are as the client sent them.
+      assert.deepEqual(sent[2].input[0], userMessage('count to 1000'))
+    })
+
+    test('custom tool calls (apply_patch) get an id in their output', async () => {
+      upstream.requests.length = 0
+      upstream.setScript(scriptedResponses([{ text: 'Patched.' }]))
+      const input = [
+        userMessage('add a file'),
+        {
+          type: 'custom_tool_call',
+          call_id: `patch-${stream}`,
+          name: 'apply_patch',
+          input: '*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch\n',
+        },
+        {
+          type: 'custom_tool_call_output',
+          call_id: `patch-${stream}`,
+          output: 'Success. Updated the following files:\nA notes.txt\n',
+        },
+      ]
+      const result = await postResponses(proxy.url, {
+        model: 'm',
+        tools,
+        input,
+        stream,
+        prompt_cache_key: `patch-${stream}`,
+      })
+      assert.equal(result.status, 200, result.text)
+      const [sent] = responsesRequests(upstream.requests)
+      assert.match(sent.input[2].output, /^\[#0001/)
+      assert.deepEqual(sent.input[1], input[1])
+      assert.equal(sent.instructions, promptBlock, 'instructions created when absent')
+    })
+
+    test('recall is answered by the proxy and restored in the next request', async () => {
+      upstream.requests.length = 0
+      upstream.setScript(
+        scriptedResponses([
+          { calls: [{ name: 'recall', args: { id: '#0001', offset: 500, limit: 3 } }] },
+          (request) => {
+            const answer = request.json.input.at(-1)
+            assert.equal(answer.type, 'function_call_output')
+            assert.match(answer.output, /^\[#0002 recall #0001 lines 500-502/)
+            return { text: 'Line 500 says line 500.' }
+          },
+          { text: 'Bye.' },
+        ]),
+      )
+      const key = `recall-${stream}`
+      const base = { model: 'm', instructions: 'Be brief.', tools, stream, prompt_cache_key: key }
+      let input: any[] = [
+        userMessage('run it'),
+        { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["seq"]}' },
+        { type: 'function_call_output', call_id: 'c1', output: shellOutput(1000) },
+      ]
+      const first = await postResponses(proxy.url, { ...base, input })
+      assert.equal(first.status, 200, first.text)
+      assert.ok(
+        !first.text.includes('recall'),
+        'the client never sees the recall call: ' + first.text,
+      )
+      const output = outputOf(first, stream)
+      assert.equal(output.length, 1)
+      assert.equal(output[0].type, 'message')
+      if (stream) {
+        const events = responsesEventsOf(first.text)
+        assert.equal(events.filter((e) => e.type === 'response.created').length, 1)
+        const numbers = events.map((e) => e.sequence_number)
+        assert.deepEqual(
+          numbers,
+          numbers.map((_, i) => i),
+        )
+        for (const e of events) if ('output_index' in e) assert.equal(e.output_index, 0)
+        const text = events
+          .filter((e) => e.type === 'response.output_text.delta')
+          .map((e) => e.delta)
+          .join('')
+        assert.equal(text, 'Line 500 says line 500.')
+        assert.equal(events.at(-1).response.usage.input_tokens, 200, 'usage summed')
+      } else {
+        assert.equal(first.json.usage.input_tokens, 200, 'usage summed')
+      }
+
+      input = [...input, ...output, userMessage('thanks')]
+      const second = await postResponses(proxy.url, { ...base, input })
+      assert.equal(second.status, 200, second.text)
+      const sent = responsesRequests(upstream.requests)
+      assert.equal(sent.length, 3)
+      assert.deepEqual(inputPrefixViolations(upstream.requests), [])
+      const types = sent[2].input.map((i: any) => i.type + (i.name ? ':' + i.name : ''))
+      assert.deepEqual(types, [
+        'message',
+        'function_call:shell',
+        'function_call_output',
+        'function_call:recall',
+        'function_call_output',
+        'message',
+        'message',
+      ])
+    })
+
+    test('errors come in the OpenAI shape', async () => {
+      const bad = await postResponses(proxy.url, '{not json')
+      assert.equal(bad.status, 400)
+      assert.equal(bad.json.error.code, 'invalid_request')
+      const wrong = await postResponses(proxy.url, { model: 'm', tools, input: 42, stream })
+      assert.equal(wrong.status, 400)
+      assert.equal(wrong.json.error.type, 'invalid_request_error')
+      upstream.setScript(() => ({
+        status: 401,
+        body: JSON.stringify({ error: { message: 'bad key', type: 'invalid_request_error' } }),
+      }))
+      const denied = await postResponses(proxy.url, {
+        model: 'm',
+        tools,
+        input: [userMessage('hi')],
+        stream,
+      })
+      assert.equal(denied.status, 401)
+      assert.equal(denied.json.error.message, 'bad key')
+    })
+  })
+}
+
+describe("Codex's exec_command output through /v1/responses", () => {
+  let upstream: FakeUpstream
+  let proxy: TestProxy
+  let project: string
+  before(async () => {
+    upstream = await startFakeUpstream()
+    project = makeProject()
+    proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      workspace: await createWorkspace([project]),
+    })
+  })
+  after(async () => {
+    await proxy.close()
+    await upstream.close()
+    rmSync(project, { recursive: true, force: true })
+  })
+
+  test('a `cat` inside the Chunk ID envelope is read like a file read, and repeated as a stub', async () => {
+    upstream.setScript(scriptedResponses([{ text: 'Read it.' }, { text: 'Again.' }]))
+    const content = readFileSync(join(project, 'app.ts'), 'utf8')
+    const envelope = `Chunk ID: 1a2b3c\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 4000\nOutput:\n${content}`
+    const read = (id: string) => [
+      {
+        type: 'function_call',
+        call_id: id,
+        name: 'exec_command',
+        arguments: JSON.stringify({ cmd: `cat ${join(project, 'app.ts')}` }),
+      },
+      { type: 'function_call_output', call_id: id, output: envelope },
+    ]
+    const base = { model: 'm', tools, prompt_cache_key: 'exec-command' }
+    const input = [userMessage('read app.ts'), ...read('e1')]
+    assert.equal((await postResponses(proxy.url, { ...base, input })).status, 200)
+    const again = [...input, userMessage('once more'), ...read('e2')]
+    assert.equal((await postResponses(proxy.url, { ...base, input: again })).status, 200)
+    const sent = responsesRequests(upstream.requests)
+    const outputs = sent[1].input.filter((i: any) => i.type === 'function_call_output')
+    assert.match(outputs[0].output, /^\[#0001 \S*app\.ts lines 1-340 of 340 sha [0-9a-f]{8}\]/)
+    assert.match(outputs[1].output, /^\[#0002 \S*app\.ts .*\] Unchanged since #0001/)
+    assert.deepEqual(inputPrefixViolations(upstream.requests), [])
+  })
+})
