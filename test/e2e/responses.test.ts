@@ -301,4 +301,33 @@ describe("Codex's exec_command output through /v1/responses", () => {
     assert.match(outputs[1].output, /^\[#0002 \S*app\.ts .*\] Unchanged since #0001/)
     assert.deepEqual(inputPrefixViolations(upstream.requests), [])
   })
+
+  test("Codex's compaction summary gets the table of files read before it", async () => {
+    upstream.requests.length = 0
+    upstream.setScript(scriptedResponses([{ text: 'Read it.' }, { text: 'Going on.' }]))
+    const content = readFileSync(join(project, 'util.ts'), 'utf8')
+    const envelope = `Chunk ID: 9z\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 40\nOutput:\n${content}`
+    const base = { model: 'm', tools, prompt_cache_key: 'codex-compaction' }
+    const input = [
+      userMessage('read util.ts'),
+      {
+        type: 'function_call',
+        call_id: 'u1',
+        name: 'exec_command',
+        arguments: JSON.stringify({ cmd: `cat ${join(project, 'util.ts')}` }),
+      },
+      { type: 'function_call_output', call_id: 'u1', output: envelope },
+    ]
+    assert.equal((await postResponses(proxy.url, { ...base, input })).status, 200)
+    const summary = userMessage(
+      'Another language model started to solve this problem and produced a summary of its thinking process. Here is the summary: util.ts was read.',
+    )
+    assert.equal((await postResponses(proxy.url, { ...base, input: [summary] })).status, 200)
+    const sent = responsesRequests(upstream.requests)[1].input[0]
+    assert.equal(sent.content.length, 2)
+    assert.match(
+      sent.content[1].text,
+      /^## Files read before this summary\n[\s\S]*\| \S*util\.ts \| 1-3 of 3 \| [0-9a-f]{8} \| #0001 \|\n$/,
+    )
+  })
 })

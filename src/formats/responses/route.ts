@@ -125,8 +125,23 @@ async function prepare(
   if (system?.role !== 'system' || typeof system.content !== 'string')
     throw new Error('the rebuild did not keep the instructions first')
 
+  // A summary (Codex's compaction) gets the table of files read before it, as in chat.
+  const tables = new Map<number, string>()
+  if (rebuilt.messages.length === view.messages.length) {
+    for (const index of continuity.summaries) {
+      const before = view.messages[index]?.content
+      const after = rebuilt.messages[index]?.content
+      const origin = view.origins[index]
+      if (typeof before !== 'string' || typeof after !== 'string' || origin === undefined) continue
+      if (after.length > before.length + 2 && after.startsWith(before + '\n\n')) {
+        tables.set(origin, after.slice(before.length + 2))
+      }
+    }
+  }
   const shaped = input.map((item, i) => {
     const output = outputs.get(i)
+    const table = tables.get(i)
+    if (table !== undefined) return withTableItem(item, table)
     return output === undefined ? item : { ...item, output }
   })
   const restored = await restoreHidden(shaped, session.scope, deps.store)
@@ -476,4 +491,13 @@ function sseStream(events: AsyncGenerator<string>): ReadableStream<Uint8Array> {
       await events.return(undefined)
     },
   })
+}
+
+/** A message item with the table after its text: one more input_text part, or a longer string. */
+function withTableItem(item: Item, table: string): Item {
+  const content = item.content
+  if (typeof content === 'string') return { ...item, content: content + '\n\n' + table }
+  if (Array.isArray(content))
+    return { ...item, content: [...content, { type: 'input_text', text: table }] }
+  return item
 }
