@@ -42,8 +42,14 @@ export class SpliceCache {
     return undefined
   }
 
-  remember(key: string, state: SpliceState): void {
+  remember(key: string, given: SpliceState): void {
     if (this.maxBytes <= 0) return
+    // The prefix is a view of the whole request body: keep a copy of just the prefix, so the
+    // body can go and the count below is what is really held.
+    const state =
+      given.prefix.byteLength < given.prefix.buffer.byteLength
+        ? { ...given, prefix: Buffer.from(given.prefix) }
+        : given
     const previous = this.#byKey.get(key) ?? []
     // A key holds a few sessions: implicit ones of one tenant share it.
     const states = [state, ...previous.filter((old) => old.scope !== state.scope)].slice(0, 4)
