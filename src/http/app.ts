@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
 import { Hono, type Context } from 'hono'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
@@ -10,6 +9,7 @@ import { isAbortError } from '../upstream/index.js'
 import { AUTH_HEADER, sharedSecret } from './auth.js'
 import { dashboardHtml } from './dashboard.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
+import { readBody, sseStream, upstreamResponse } from './io.js'
 
 export interface AppOptions {
   /** A header by which any client can say "this request starts with a summary". */
@@ -95,33 +95,6 @@ export function createApp(deps: AppDeps): Hono {
   return app
 }
 
-/**
- * The body's bytes, refused past the limit while they arrive. Read from node's request itself
- * when there is one: a megabyte body then costs one copy, not a trip through web streams.
- */
-async function readBody(c: Context, maxBytes: number): Promise<Buffer> {
-  const declared = Number(c.req.header('content-length') ?? 0)
-  if (declared > maxBytes) throw tooLarge(maxBytes)
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
-  const chunks: Buffer[] = []
-  let size = 0
-  const source: AsyncIterable<Uint8Array> =
-    incoming ?? (c.req.raw.body as unknown as AsyncIterable<Uint8Array>) ?? []
-  for await (const chunk of source) {
-    size += chunk.byteLength
-    if (size > maxBytes) throw tooLarge(maxBytes)
-    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
-}
-
-function tooLarge(maxBytes: number): LembasError {
-  return new LembasError(
-    'body_too_large',
-    `the request body is over the limit of ${maxBytes} bytes (--max-body-mb)`,
-  )
-}
-
 function toResponse(reply: Reply, passthroughEncoding = false): Response {
   switch (reply.kind) {
     case 'text':
@@ -142,37 +115,14 @@ function toResponse(reply: Reply, passthroughEncoding = false): Response {
           'x-accel-buffering': 'no',
         },
       })
-    case 'upstream': {
-      const { response } = reply
-      const body = [204, 304].includes(response.status)
-        ? null
-        : (Readable.toWeb(response.body) as ReadableStream)
-      return new Response(body, {
-        status: response.status,
-        headers: responseHeadersForClient(response.headers, { passthroughEncoding }),
-      })
-    }
+    case 'upstream':
+      return upstreamResponse(reply.response, passthroughEncoding)
   }
 }
 
 function contentType(headers: Record<string, string | string[]>): string {
   const value = headers['content-type']
   return (Array.isArray(value) ? value[0] : value) ?? 'application/json'
-}
-
-/** Pulls SSE text from the generator as the client reads; a client gone ends the generator. */
-function sseStream(events: AsyncGenerator<string>): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder()
-  return new ReadableStream({
-    async pull(controller) {
-      const next = await events.next()
-      if (next.done) controller.close()
-      else controller.enqueue(encoder.encode(next.value))
-    },
-    async cancel() {
-      await events.return(undefined)
-    },
-  })
 }
 
 function errorResponse(c: Context, error: unknown, log: Logger): Response {

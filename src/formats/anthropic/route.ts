@@ -1,14 +1,14 @@
-import { Readable } from 'node:stream'
 import type { Context } from 'hono'
 import { ERROR_KINDS, LembasError, type ErrorKind } from '../../errors.js'
 import { AUTH_HEADER } from '../../http/auth.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from '../../http/headers.js'
+import { readBody, sseStream, upstreamResponse } from '../../http/io.js'
 import type { PipelineDeps } from '../../pipeline/handle.js'
 import { findSession, rebuildHistory, type Continuity } from '../../pipeline/history.js'
 import { nestingDepth } from '../../pipeline/prepare.js'
 import { signalledSummary, summaryIndices } from '../../session/compaction.js'
 import { identify, shortHash } from '../../session/identity.js'
-import { isAbortError, type UpstreamResponse } from '../../upstream/index.js'
+import { isAbortError } from '../../upstream/index.js'
 import { isRecord } from '../../wire/chat.js'
 import {
   anthropicErrorBody,
@@ -40,7 +40,7 @@ export interface MessagesDeps extends PipelineDeps {
 export function messagesHandler(deps: MessagesDeps) {
   return async (c: Context): Promise<Response> => {
     try {
-      const rawBody = await readBody(c.req.raw, deps.options.maxBodyBytes)
+      const rawBody = await readBody(c, deps.options.maxBodyBytes)
       return await handleMessages(
         rawBody,
         c.req.raw.headers,
@@ -59,16 +59,6 @@ export function messagesHandler(deps: MessagesDeps) {
       })
     }
   }
-}
-
-async function readBody(request: Request, maxBytes: number): Promise<Buffer> {
-  const declared = Number(request.headers.get('content-length') ?? 0)
-  const tooLarge = () =>
-    new LembasError('body_too_large', `the request body is over the limit of ${maxBytes} bytes`)
-  if (declared > maxBytes) throw tooLarge()
-  const bytes = Buffer.from(await request.arrayBuffer())
-  if (bytes.length > maxBytes) throw tooLarge()
-  return bytes
 }
 
 async function handleMessages(
@@ -221,28 +211,4 @@ async function restoreHidden(
   })
   if (restored.size === 0) return messages
   return messages.flatMap((message, at) => restored.get(at) ?? [message])
-}
-
-function upstreamResponse(response: UpstreamResponse): Response {
-  const body = [204, 304].includes(response.status)
-    ? null
-    : (Readable.toWeb(response.body) as ReadableStream)
-  return new Response(body, {
-    status: response.status,
-    headers: responseHeadersForClient(response.headers, { passthroughEncoding: false }),
-  })
-}
-
-function sseStream(events: AsyncGenerator<string>): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder()
-  return new ReadableStream({
-    async pull(controller) {
-      const next = await events.next()
-      if (next.done) controller.close()
-      else controller.enqueue(encoder.encode(next.value))
-    },
-    async cancel() {
-      await events.return(undefined)
-    },
-  })
 }

@@ -1,8 +1,8 @@
-import { Readable } from 'node:stream'
 import type { Context } from 'hono'
 import { LembasError } from '../../errors.js'
 import { AUTH_HEADER } from '../../http/auth.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from '../../http/headers.js'
+import { readBody, sseStream, upstreamResponse } from '../../http/io.js'
 import type { PipelineDeps } from '../../pipeline/handle.js'
 import { findSession, rebuildHistory, type SessionRef } from '../../pipeline/history.js'
 import { answerRecalls } from '../../pipeline/recall.js'
@@ -33,10 +33,10 @@ export function responsesHandler(deps: ResponsesDeps): (c: Context) => Promise<R
         body: rawBody,
         signal: c.req.raw.signal,
       })
-      return passThrough(response)
+      return upstreamResponse(response)
     }
     const first = await send(turn, [])
-    if (first.status !== 200) return passThrough(first)
+    if (first.status !== 200) return upstreamResponse(first)
     if (turn.fields.stream === true) {
       return new Response(sseStream(streamResponses(turn, first)), {
         status: 200,
@@ -446,51 +446,6 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined
   }
-}
-
-function passThrough(response: UpstreamResponse): Response {
-  const body = [204, 304].includes(response.status)
-    ? null
-    : (Readable.toWeb(response.body) as ReadableStream)
-  return new Response(body, {
-    status: response.status,
-    headers: responseHeadersForClient(response.headers, { passthroughEncoding: false }),
-  })
-}
-
-async function readBody(c: Context, maxBytes: number): Promise<Buffer> {
-  const declared = Number(c.req.header('content-length') ?? 0)
-  if (declared > maxBytes) throw tooLarge(maxBytes)
-  const chunks: Buffer[] = []
-  let size = 0
-  const source = (c.req.raw.body ?? []) as unknown as AsyncIterable<Uint8Array>
-  for await (const chunk of source) {
-    size += chunk.byteLength
-    if (size > maxBytes) throw tooLarge(maxBytes)
-    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-  }
-  return Buffer.concat(chunks, size)
-}
-
-function tooLarge(maxBytes: number): LembasError {
-  return new LembasError(
-    'body_too_large',
-    `the request body is over the limit of ${maxBytes} bytes (--max-body-mb)`,
-  )
-}
-
-function sseStream(events: AsyncGenerator<string>): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder()
-  return new ReadableStream({
-    async pull(controller) {
-      const next = await events.next()
-      if (next.done) controller.close()
-      else controller.enqueue(encoder.encode(next.value))
-    },
-    async cancel() {
-      await events.return(undefined)
-    },
-  })
 }
 
 /** A message item with the table after its text: one more input_text part, or a longer string. */

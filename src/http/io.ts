@@ -1,0 +1,62 @@
+import type { IncomingMessage } from 'node:http'
+import { Readable } from 'node:stream'
+import type { Context } from 'hono'
+import { LembasError } from '../errors.js'
+import type { UpstreamResponse } from '../upstream/index.js'
+import { responseHeadersForClient } from './headers.js'
+
+/**
+ * The body's bytes, refused past the limit while they arrive. Read from node's request itself
+ * when there is one: a megabyte body then costs one copy, not a trip through web streams.
+ */
+export async function readBody(c: Context, maxBytes: number): Promise<Buffer> {
+  const declared = Number(c.req.header('content-length') ?? 0)
+  if (declared > maxBytes) throw tooLarge(maxBytes)
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
+  const chunks: Buffer[] = []
+  let size = 0
+  const source: AsyncIterable<Uint8Array> =
+    incoming ?? (c.req.raw.body as unknown as AsyncIterable<Uint8Array>) ?? []
+  for await (const chunk of source) {
+    size += chunk.byteLength
+    if (size > maxBytes) throw tooLarge(maxBytes)
+    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
+}
+
+function tooLarge(maxBytes: number): LembasError {
+  return new LembasError(
+    'body_too_large',
+    `the request body is over the limit of ${maxBytes} bytes (--max-body-mb)`,
+  )
+}
+
+/** The upstream's own response, as it came: status, allowlisted headers, body streamed. */
+export function upstreamResponse(
+  response: UpstreamResponse,
+  passthroughEncoding = false,
+): Response {
+  const body = [204, 304].includes(response.status)
+    ? null
+    : (Readable.toWeb(response.body) as ReadableStream)
+  return new Response(body, {
+    status: response.status,
+    headers: responseHeadersForClient(response.headers, { passthroughEncoding }),
+  })
+}
+
+/** Pulls SSE text from the generator as the client reads; a client gone ends the generator. */
+export function sseStream(events: AsyncGenerator<string>): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder()
+  return new ReadableStream({
+    async pull(controller) {
+      const next = await events.next()
+      if (next.done) controller.close()
+      else controller.enqueue(encoder.encode(next.value))
+    },
+    async cancel() {
+      await events.return(undefined)
+    },
+  })
+}
