@@ -9,6 +9,7 @@ import {
   scriptedClaude,
 } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { prefixViolations } from '../helpers/model.js'
 import { promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
 
 const DAY = 86_400_000
@@ -117,15 +118,8 @@ function upstreamMessages(upstream: FakeUpstream): any[] {
 }
 
 /** Every upstream request's messages begin with the previous one's, byte for byte. */
-function prefixViolations(upstream: FakeUpstream): string[] {
-  const requests = messagesRequests(upstream.requests)
-  const problems: string[] = []
-  for (let i = 1; i < requests.length; i++) {
-    const prefix = JSON.stringify(requests[i - 1]!.json.messages).slice(0, -1)
-    if (!requests[i]!.body.includes(prefix)) problems.push(`request ${i + 1} changes its history`)
-  }
-  return problems
-}
+const historyChanges = (upstream: FakeUpstream) =>
+  prefixViolations(upstream.requests, { path: '/messages' })
 
 for (const stream of [false, true]) {
   describe(`POST /v1/messages (${stream ? 'streaming' : 'non-streaming'})`, () => {
@@ -163,7 +157,7 @@ for (const stream of [false, true]) {
 
       const requests = upstreamMessages(upstream)
       assert.equal(requests.length, 4)
-      assert.deepEqual(prefixViolations(upstream), [])
+      assert.deepEqual(historyChanges(upstream), [])
       for (const request of requests) {
         assert.equal(messagesRequests(upstream.requests)[0]!.path, '/v1/messages')
         assert.deepEqual(request.system.slice(0, 1), SYSTEM)
@@ -248,7 +242,7 @@ for (const stream of [false, true]) {
       await client.ask('Thanks')
       const requests = upstreamMessages(upstream)
       assert.equal(requests.length, 4)
-      assert.deepEqual(prefixViolations(upstream), [])
+      assert.deepEqual(historyChanges(upstream), [])
       const restored = JSON.stringify(requests[3].messages)
       assert.ok(restored.includes('"name":"recall"'), 'the recall is back in the upstream history')
     })

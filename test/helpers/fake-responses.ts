@@ -1,3 +1,4 @@
+import { prefixViolations } from './model.js'
 import type { FakeResponse, FakeScript, RecordedRequest } from './fake-upstream.js'
 
 /** What a scripted Responses model says next: function calls, or text. */
@@ -138,11 +139,8 @@ export function responsesRequests(requests: readonly RecordedRequest[]): any[] {
 /** Every request's input begins with the previous one's input items, byte for byte. */
 export function inputPrefixViolations(requests: readonly RecordedRequest[]): string[] {
   const sent = requests.filter((r) => r.path.endsWith('/responses'))
-  const problems: string[] = []
+  const problems = prefixViolations(requests, { path: '/responses', field: 'input' })
   for (let i = 1; i < sent.length; i++) {
-    const before = sent[i - 1]!.json.input as unknown[]
-    const prefix = JSON.stringify(before).slice(0, -1)
-    if (!sent[i]!.body.includes(prefix)) problems.push(`request ${i + 1} changes earlier items`)
     if (sent[i]!.json.instructions !== sent[i - 1]!.json.instructions)
       problems.push(`request ${i + 1} changes the instructions`)
   }

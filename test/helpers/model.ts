@@ -65,12 +65,16 @@ export function chatRequests(requests: readonly RecordedRequest[]): any[] {
  * Every upstream request's messages begin with the previous request's messages, byte for byte:
  * the prompt cache's promise. Checked per message and on the raw serialized array.
  */
-export function prefixViolations(requests: readonly RecordedRequest[]): string[] {
-  const chats = requests.filter((r) => r.path.endsWith('/chat/completions'))
+export function prefixViolations(
+  requests: readonly RecordedRequest[],
+  /** Which requests (by path ending) and which of their arrays: chat's messages by default. */
+  { path = '/chat/completions', field = 'messages' }: { path?: string; field?: string } = {},
+): string[] {
+  const chats = requests.filter((r) => r.path.endsWith(path))
   const problems: string[] = []
   for (let i = 1; i < chats.length; i++) {
-    const before = chats[i - 1]!.json.messages as unknown[]
-    const after = chats[i]!.json.messages as unknown[]
+    const before = chats[i - 1]!.json[field] as unknown[]
+    const after = chats[i]!.json[field] as unknown[]
     const prefix = JSON.stringify(before).slice(0, -1)
     if (!chats[i]!.body.includes(prefix)) {
       const at = before.findIndex((m, k) => JSON.stringify(m) !== JSON.stringify(after[k]))
