@@ -22,7 +22,15 @@ export interface Sample {
   text?: string
 }
 
-const PATH = '/v1/chat/completions'
+/** Where a request goes and what only the last event of a complete stream carries. */
+export interface Wire {
+  path: string
+  streamEnd: string
+}
+
+const CHAT: Wire = { path: '/v1/chat/completions', streamEnd: '[DONE]' }
+/** The end of a stream is looked for in its last bytes (the final event may be long). */
+const END_WINDOW = 16 * 1024
 
 export function dispatcherFor(target: Target, connections: number): Dispatcher {
   return connections === 1
@@ -39,14 +47,18 @@ export function headersFor(target: Target, session: string): Record<string, stri
   }
 }
 
-/** One POST; times the whole exchange and the first body byte. Keeps the text of an error. */
+/**
+ * One POST (to the chat door unless `wire` says otherwise); times the whole exchange and the
+ * first body byte. Keeps the text of an error.
+ */
 export async function send(
   dispatcher: Dispatcher,
   headers: Record<string, string>,
   body: Buffer,
+  wire: Wire = CHAT,
 ): Promise<Sample> {
   const started = performance.now()
-  const response = await dispatcher.request({ method: 'POST', path: PATH, headers, body })
+  const response = await dispatcher.request({ method: 'POST', path: wire.path, headers, body })
   let ttfb = -1
   let bytes = 0
   const chunks: Buffer[] = []
@@ -54,7 +66,10 @@ export async function send(
   for await (const chunk of response.body as AsyncIterable<Buffer>) {
     if (ttfb < 0) ttfb = performance.now() - started
     bytes += chunk.length
-    last = chunk
+    last =
+      !last || chunk.length >= END_WINDOW
+        ? chunk
+        : Buffer.concat([last, chunk]).subarray(-END_WINDOW)
     if (response.statusCode !== 200 && bytes < 4096) chunks.push(chunk)
   }
   const totalMs = performance.now() - started
@@ -67,11 +82,12 @@ export async function send(
   if (response.statusCode !== 200) sample.text = Buffer.concat(chunks).toString().slice(0, 2000)
   else if (
     String(response.headers['content-type']).startsWith('text/event-stream') &&
-    !last?.includes('[DONE]')
+    !last?.includes(wire.streamEnd)
   ) {
     // A stream that failed after its first byte still has status 200: count it as an error.
     sample.status = 599
-    sample.text = 'the stream ended without [DONE]: ' + (last?.toString().slice(-500) ?? '')
+    sample.text =
+      `the stream ended without ${wire.streamEnd}: ` + (last?.toString().slice(-500) ?? '')
   }
   return sample
 }

@@ -3,6 +3,7 @@
  *
  *   npm run bench                                   # everything (~5 minutes on 2 cores)
  *   npm run bench -- --only lembas-sqlite,floor --sizes 1mb --phases latency
+ *   npm run bench -- --only lembas-sqlite,floor --sizes 10kb,1mb --phases doors   # per door
  *
  * See bench/README.md for what each figure means and how it is measured.
  */
@@ -40,10 +41,27 @@ import {
   type Target,
 } from './client.js'
 import { SIZES, seedOf, sessionFor, type AgentSession, type SizeClass } from './workload.js'
+import {
+  DOORS,
+  doorLogs,
+  doorsChecks,
+  doorsPhase,
+  doorsTables,
+  type DoorsPhase,
+  type LogEvent,
+} from './doors.js'
 
 const REPO = fileURLToPath(new URL('..', import.meta.url))
 const PROXIES = ['floor', 'lembas-sqlite', 'lembas-redis', 'portkey'] as const
-const PHASES = ['latency', 'stream', 'throughput', 'rss', 'concurrency'] as const
+const PHASES = [
+  'latency',
+  'stream',
+  'doors',
+  'doors-stream',
+  'throughput',
+  'rss',
+  'concurrency',
+] as const
 const LEMBAS = (name: string) => name.startsWith('lembas-')
 
 // ---------------------------------------------------------------------------------------------
@@ -54,6 +72,7 @@ const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run ben
   --only LIST          proxies to run besides direct: ${PROXIES.join(',')} (default: all)
   --sizes LIST         body sizes: ${Object.keys(SIZES).join(',')} (default: all)
   --phases LIST        ${PHASES.join(',')} (default: all)
+  --doors LIST         front doors of the doors phases: ${DOORS.join(',')} (default: all)
   --iterations N       measured iterations per size, overriding 200/60/20 (streaming: half)
   --duration S         seconds per throughput point (default 5)
   --concurrency LIST   throughput concurrencies (default 1,8,32,128)
@@ -74,6 +93,7 @@ function options() {
       only: { type: 'string' },
       sizes: { type: 'string' },
       phases: { type: 'string' },
+      doors: { type: 'string' },
       iterations: { type: 'string' },
       duration: { type: 'string' },
       concurrency: { type: 'string' },
@@ -114,6 +134,7 @@ function options() {
     proxies: list(values.only, PROXIES, 'only'),
     sizes: list(values.sizes, Object.keys(SIZES), 'sizes'),
     phases: new Set(list(values.phases, PHASES, 'phases')),
+    doors: list(values.doors, DOORS, 'doors') as (typeof DOORS)[number][],
     iterations:
       values.iterations === undefined ? undefined : int(values.iterations, 0, 'iterations'),
     durationMs: int(values.duration, 5, 'duration') * 1000,
@@ -139,7 +160,7 @@ interface Server {
   target: Target
   child?: Child
   /** lembas: its `request` log events, tagged with the phase that was running. */
-  events: { label: string; newResults: number; stubs: number; rebuildMs: number }[]
+  events: (LogEvent & { stubs: number; rebuildMs: number })[]
 }
 
 interface Env {
@@ -246,15 +267,21 @@ async function startProxy(env: Env, name: string, tag = ''): Promise<Server> {
       ready: /lembas-proxy listening on (http:\/\/\S+) ->/,
     })
     child.onStderrLine((line) => {
-      if (!line.includes('"event":"request"')) return
+      // Every door's `request` line; the Responses door logs only `rebuilt` (at debug level).
+      const responses = line.includes('"event":"rebuilt"') && line.includes('"format":"responses"')
+      if (!line.includes('"event":"request"') && !responses) return
       try {
         const event = JSON.parse(line) as {
+          event: string
+          format?: string
           newResults?: number
           stubs?: number
           rebuild_ms?: number
         }
         server.events.push({
           label: env.label,
+          event: event.event,
+          format: event.format,
           newResults: event.newResults ?? NaN,
           stubs: event.stubs ?? NaN,
           rebuildMs: event.rebuild_ms ?? NaN,
@@ -923,6 +950,7 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
         )
     }
   }
+  out.push(...doorsTables([...(results.doors ?? []), ...(results['doors-stream'] ?? [])], table))
   if (results.throughput) {
     out.push(
       '',
@@ -1085,6 +1113,7 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
       })
     }
   }
+  checks.push(...doorsChecks(results.doors, lembasNames, opts.doors))
   out.push('', 'Targets')
   out.push(
     table(
@@ -1158,6 +1187,29 @@ async function main(): Promise<void> {
       results.stream = []
       for (const name of opts.sizes)
         results.stream.push(await latencyPhase(env, servers, SIZES[name]!, true))
+    }
+    for (const kind of ['doors', 'doors-stream'] as const) {
+      if (!opts.phases.has(kind) || opts.doors.length === 0) continue
+      // Portkey is left out: the doors compare lembas's front doors with the floor.
+      const tested = servers.filter((s) => s.target.name !== 'portkey')
+      const phases: DoorsPhase[] = (results[kind] = [])
+      for (const name of opts.sizes) {
+        const ctx = {
+          targets: tested.map((s) => s.target),
+          doors: opts.doors,
+          seed: opts.seed,
+          iterations: opts.iterations,
+          setLabel: (label: string) => (env.label = label),
+          log,
+        }
+        const phase = await doorsPhase(ctx, SIZES[name]!, kind === 'doors-stream')
+        phase.lembas = Object.fromEntries(
+          tested
+            .filter((s) => s.target.stateful)
+            .map((s) => [s.target.name, doorLogs(s.events, `${kind}-${name}`)]),
+        )
+        phases.push(phase)
+      }
     }
     if (opts.phases.has('throughput'))
       results.throughput = await throughputPhase(env, servers, rpsHint)

@@ -7,8 +7,14 @@
  * message and one new tool result. Each request body is built by appending the new messages'
  * JSON to the previous request's, so building a step costs O(body) string work, outside any
  * timed region.
+ *
+ * The same session can be sent to any front door (`door`: chat completions, Messages as Claude
+ * Code sends it, Responses as Codex sends it): bench/shapes.ts writes its steps in that door's
+ * shape; the default, `chat`, is the bench's original workload byte for byte.
  */
-import { CLAUDE_TOOLS as AGENT_TOOLS } from '../test/helpers/agent.js'
+import { shapeOf, type Door, type Shape, type Shaped, type ToolCall } from './shapes.js'
+
+export { CLAUDE_TOOLS } from './shapes.js'
 
 /** mulberry32: small, fast, and the same sequence on every machine for a given seed. */
 export function makeRng(seed: number): () => number {
@@ -31,31 +37,6 @@ export function seedOf(...parts: (string | number)[]): number {
   }
   return h
 }
-
-/** Claude Code's tools as routers expose them: the tests' set, plus Grep. */
-export const CLAUDE_TOOLS = [
-  ...AGENT_TOOLS,
-  {
-    type: 'function',
-    function: {
-      name: 'Grep',
-      description: 'A powerful search tool built on ripgrep',
-      parameters: {
-        type: 'object',
-        properties: {
-          pattern: { type: 'string', description: 'The regular expression pattern to search for' },
-          path: { type: 'string', description: 'File or directory to search in' },
-          output_mode: {
-            type: 'string',
-            enum: ['content', 'files_with_matches', 'count'],
-            description: 'Output mode',
-          },
-        },
-        required: ['pattern'],
-      },
-    },
-  },
-]
 
 const SYSTEM_SHORT =
   'You are Claude Code, an interactive CLI tool that helps users with software engineering tasks. ' +
@@ -162,6 +143,10 @@ export interface SessionOptions {
   longSystem: boolean
   stream: boolean
   model?: string
+  /** The front door whose shape the bodies take (default chat). */
+  door?: Door
+  /** The client's session id where the door's agent puts it in the body (messages, responses). */
+  sessionId?: string
 }
 
 /**
@@ -171,9 +156,14 @@ export interface SessionOptions {
 export class AgentSession {
   private readonly rng: () => number
   private readonly files: VFile[] = []
+  private readonly shape: Shape
   private readonly head: string
   private readonly tail: string
+  /** The items that stay as they are, joined by commas. */
   private prefix: string
+  private prefixBytes = 0
+  /** The newest items while they carry a mark (Claude Code's cache breakpoints). */
+  private open: { plain: string[]; marked: string[]; markedBytes: number } | undefined
   private callCount = 0
   private readonly globs: [string, string][] = []
   steps = 0
@@ -182,27 +172,24 @@ export class AgentSession {
 
   constructor(readonly options: SessionOptions) {
     this.rng = makeRng(options.seed)
+    this.shape = shapeOf(options.door ?? 'chat')
     const system = options.longSystem ? longSystem(this.rng) : SYSTEM_SHORT
-    this.head = `{"model":${JSON.stringify(options.model ?? 'bench-model')},"max_tokens":8192,"messages":[`
-    this.tail =
-      `],"tools":${JSON.stringify(CLAUDE_TOOLS)},"tool_choice":"auto",` +
-      (options.stream
-        ? '"stream":true,"stream_options":{"include_usage":true}}'
-        : '"stream":false}')
-    const user = {
-      role: 'user',
-      content:
-        'The proxy drops a request when the upstream is slow. Find where the upstream timeout is ' +
-        'handled, read the related tests, fix the bug and run the test suite.',
-    }
-    this.prefix = JSON.stringify({ role: 'system', content: system }) + ',' + JSON.stringify(user)
-    let bytes = Buffer.byteLength(this.head + this.prefix + this.tail)
-    while (bytes < options.baseBytes) {
-      const pair = this.pair()
-      this.prefix += ',' + pair
-      bytes += Buffer.byteLength(pair) + 1
-    }
-    this.baseBody = Buffer.from(this.head + this.prefix + this.tail)
+    const frame = this.shape.frame({
+      system,
+      stream: options.stream,
+      sessionId: options.sessionId ?? '',
+      ...(options.model === undefined ? {} : { model: options.model }),
+    })
+    this.head = frame.head
+    this.tail = frame.tail
+    const user =
+      'The proxy drops a request when the upstream is slow. Find where the upstream timeout is ' +
+      'handled, read the related tests, fix the bug and run the test suite.'
+    this.prefix = ''
+    this.add(this.shape.first(system, user))
+    const frameBytes = Buffer.byteLength(this.head) + Buffer.byteLength(this.tail)
+    while (frameBytes + this.bodyBytes() < options.baseBytes) this.add(this.pair())
+    this.baseBody = Buffer.from(this.body())
   }
 
   private readonly baseBody: Buffer
@@ -214,25 +201,54 @@ export class AgentSession {
 
   /** The next request: the previous one plus one assistant tool call and its result. */
   next(): Buffer {
-    const pair = this.pair()
-    this.lastDeltaBytes = Buffer.byteLength(pair) + 1
-    this.prefix += ',' + pair
+    this.lastDeltaBytes = this.add(this.pair())
     this.steps++
-    return Buffer.from(this.head + this.prefix + this.tail)
+    return Buffer.from(this.body())
   }
 
-  /** One assistant message (a tool call, sometimes with a sentence) and its tool result, as JSON. */
-  private pair(): string {
-    const id = this.callId()
-    const { name, args, result } = this.toolCall()
-    const assistant: Record<string, unknown> = {
-      role: 'assistant',
-      content:
-        this.rng() < 0.3 ? `Let me check ${String(args.file_path ?? args.pattern ?? 'that')}.` : '',
-      tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+  /** The item list as it is now, without its frame. */
+  private body(): string {
+    const items = this.open ? this.prefix + ',' + this.open.marked.join(',') : this.prefix
+    return this.head + items.slice(1) + this.tail
+  }
+
+  /** Bytes of the item list (with the commas between items). */
+  private bodyBytes(): number {
+    return this.prefixBytes - 1 + (this.open ? this.open.markedBytes : 0)
+  }
+
+  /** Appends one step's items; returns their bytes (with one comma each). */
+  private add(shaped: Shaped): number {
+    if (this.open) this.settle(this.open.plain)
+    this.open = undefined
+    const kept = shaped.marked ? shaped.items.slice(0, -shaped.marked.length) : shaped.items
+    let added = this.settle(kept)
+    if (shaped.marked) {
+      const plain = shaped.items.slice(-shaped.marked.length)
+      added += plain.reduce((n, item) => n + 1 + Buffer.byteLength(item), 0)
+      const markedBytes = shaped.marked.reduce((n, item) => n + 1 + Buffer.byteLength(item), 0)
+      this.open = { plain, marked: shaped.marked, markedBytes }
     }
-    const tool = { role: 'tool', tool_call_id: id, content: result }
-    return JSON.stringify(assistant) + ',' + JSON.stringify(tool)
+    return added
+  }
+
+  private settle(items: readonly string[]): number {
+    let bytes = 0
+    for (const item of items) {
+      this.prefix += ',' + item
+      bytes += 1 + Buffer.byteLength(item)
+    }
+    this.prefixBytes += bytes
+    return bytes
+  }
+
+  /** One assistant tool call (sometimes with a sentence) and its result, in the door's shape. */
+  private pair(): Shaped {
+    const id = this.callId()
+    const call = this.toolCall()
+    const file = call.args.file_path ?? call.args.pattern ?? 'that'
+    const text = this.rng() < 0.3 ? `Let me check ${String(file)}.` : ''
+    return this.shape.step(id, text, call)
   }
 
   private callId(): string {
@@ -250,7 +266,7 @@ export class AgentSession {
     return Math.round(m * (0.2 + this.rng() * 1.3))
   }
 
-  private toolCall(): { name: string; args: Record<string, unknown>; result: string } {
+  private toolCall(): ToolCall {
     const r = this.rng()
     if (r < 0.55) return this.read()
     if (r < 0.62 && this.files.length > 0) return this.reread()
@@ -283,23 +299,27 @@ export class AgentSession {
     return file
   }
 
-  private render(file: VFile, offset: number, limit: number | undefined): string {
+  /** A read's result as Claude Code numbers it, and the same lines plain (as `cat` shows them). */
+  private render(
+    file: VFile,
+    offset: number,
+    limit: number | undefined,
+  ): { result: string; plain: string } {
     const start = Math.max(offset, 1)
     const shown = file.lines.slice(start - 1, limit === undefined ? undefined : start - 1 + limit)
-    return shown.map((line, i) => `${String(start + i).padStart(6)}→${line}`).join('\n')
+    return {
+      result: shown.map((line, i) => `${String(start + i).padStart(6)}→${line}`).join('\n'),
+      plain: shown.join('\n'),
+    }
   }
 
-  private read(): { name: string; args: Record<string, unknown>; result: string } {
+  private read(): ToolCall {
     const bytes = this.resultSize()
     const ranged = this.rng() < 0.2
     const file = this.newFile(ranged ? bytes * 3 : bytes)
     if (!ranged) {
       file.reads.push([1, undefined])
-      return {
-        name: 'Read',
-        args: { file_path: file.path },
-        result: this.render(file, 1, undefined),
-      }
+      return { name: 'Read', args: { file_path: file.path }, ...this.render(file, 1, undefined) }
     }
     const limit = Math.max(5, Math.floor(file.lines.length / 3))
     const offset = 1 + Math.floor(this.rng() * (file.lines.length - limit))
@@ -307,22 +327,22 @@ export class AgentSession {
     return {
       name: 'Read',
       args: { file_path: file.path, offset, limit },
-      result: this.render(file, offset, limit),
+      ...this.render(file, offset, limit),
     }
   }
 
   /** The same file again: the same range (the proxy may stub it) or a part of a full read. */
-  private reread(): { name: string; args: Record<string, unknown>; result: string } {
+  private reread(): ToolCall {
     const file = this.files[Math.floor(this.rng() * this.files.length)]!
     const earlier = file.reads[Math.floor(this.rng() * file.reads.length)] ?? [1, undefined]
     const [offset, limit] = earlier
     file.reads.push([offset, limit])
     const args: Record<string, unknown> = { file_path: file.path }
     if (limit !== undefined) Object.assign(args, { offset, limit })
-    return { name: 'Read', args, result: this.render(file, offset, limit) }
+    return { name: 'Read', args, ...this.render(file, offset, limit) }
   }
 
-  private edit(): { name: string; args: Record<string, unknown>; result: string } {
+  private edit(): ToolCall {
     const file = this.files[Math.floor(this.rng() * this.files.length)]!
     const from = Math.floor(this.rng() * file.lines.length)
     const at = file.lines.findIndex((line, i) => i >= from && line.length > 10)
@@ -344,7 +364,7 @@ export class AgentSession {
     }
   }
 
-  private glob(): { name: string; args: Record<string, unknown>; result: string } {
+  private glob(): ToolCall {
     if (this.globs.length > 0 && this.rng() < 0.3) {
       const [pattern, result] = this.globs[Math.floor(this.rng() * this.globs.length)]!
       return { name: 'Glob', args: { pattern }, result }
@@ -360,7 +380,7 @@ export class AgentSession {
     return { name: 'Glob', args: { pattern }, result }
   }
 
-  private grep(): { name: string; args: Record<string, unknown>; result: string } {
+  private grep(): ToolCall {
     const word = WORDS[Math.floor(this.rng() * WORDS.length)]!
     const target = this.resultSize()
     const lines: string[] = []
@@ -379,7 +399,7 @@ export class AgentSession {
     }
   }
 
-  private bash(): { name: string; args: Record<string, unknown>; result: string } {
+  private bash(): ToolCall {
     const target = this.resultSize()
     const kind = Math.floor(this.rng() * 3)
     const lines: string[] = []
@@ -466,7 +486,13 @@ export const SIZES: Record<string, SizeClass> = {
 }
 
 /** A session of a size class, its base sized so the measured steps straddle the target size. */
-export function sessionFor(size: SizeClass, seed: number, stream: boolean): AgentSession {
+export function sessionFor(
+  size: SizeClass,
+  seed: number,
+  stream: boolean,
+  door: Door = 'chat',
+  sessionId?: string,
+): AgentSession {
   // A step adds about one result plus ~350 bytes of assistant message; centre the steps.
   const growth = size.sessionSteps * (size.meanResultBytes * 1.1 + 350)
   const baseBytes = Math.max(size.bytes - growth / 2, size.bytes * 0.6)
@@ -476,5 +502,7 @@ export function sessionFor(size: SizeClass, seed: number, stream: boolean): Agen
     meanResultBytes: size.meanResultBytes,
     longSystem: size.longSystem,
     stream,
+    door,
+    ...(sessionId === undefined ? {} : { sessionId }),
   })
 }

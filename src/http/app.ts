@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream'
 import { Hono, type Context } from 'hono'
+import { DOORS } from '../doors/index.js'
+import type { Door, Json } from '../doors/door.js'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import type { Logger } from '../log.js'
-import { messagesHandler } from '../formats/anthropic/route.js'
-import { responsesHandler } from '../formats/responses/route.js'
-import { handleChat, type PipelineDeps, type Reply } from '../pipeline/handle.js'
+import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { isAbortError } from '../upstream/index.js'
 import { AUTH_HEADER, sharedSecret } from './auth.js'
 import { dashboardHtml } from './dashboard.js'
@@ -59,23 +59,28 @@ export function createApp(deps: AppDeps): Hono {
     app.get('/stats', (c) => c.json(stats.snapshot()))
   }
 
-  app.post('/v1/chat/completions', async (c) => {
-    const rawBody = await readBody(c, deps.options.maxBodyBytes)
-    const reply = await handleChat(
-      {
-        rawBody,
-        clientHeaders: c.req.raw.headers,
-        compactionSignal: c.req.header(deps.options.compactionHeader),
-        headers: upstreamHeaders(c.req.raw.headers),
-        signal: c.req.raw.signal,
-      },
-      deps,
-    )
-    return toResponse(reply)
-  })
-
-  app.post('/v1/responses', responsesHandler(deps))
-  app.post('/v1/messages', messagesHandler(deps))
+  // The three front doors: one pipeline, each wire format an adapter.
+  for (const door of DOORS) {
+    app.post('/v1' + door.path, async (c) => {
+      try {
+        const rawBody = await readBody(c, deps.options.maxBodyBytes)
+        const reply = await handle(
+          door,
+          {
+            rawBody,
+            clientHeaders: c.req.raw.headers,
+            compactionSignal: c.req.header(deps.options.compactionHeader),
+            headers: upstreamHeaders(c.req.raw.headers),
+            signal: c.req.raw.signal,
+          },
+          deps,
+        )
+        return toResponse(reply)
+      } catch (error) {
+        return errorResponse(c, error, deps.log, door)
+      }
+    })
+  }
 
   app.all('/v1/*', async (c) => {
     const url = new URL(c.req.url)
@@ -125,14 +130,16 @@ function contentType(headers: Record<string, string | string[]>): string {
   return (Array.isArray(value) ? value[0] : value) ?? 'application/json'
 }
 
-function errorResponse(c: Context, error: unknown, log: Logger): Response {
+/** A failure as the door's own error body (OpenAI's shape off the doors). */
+function errorResponse(c: Context, error: unknown, log: Logger, door?: Door): Response {
   if (isAbortError(error)) return c.body(null, 499 as never)
   const kind: ErrorKind = error instanceof LembasError ? error.kind : 'internal'
   const message = error instanceof Error ? error.message : String(error)
   if (kind === 'internal') log.error('internal-error', { message, stack: (error as Error).stack })
-  else log.warn('request-failed', { kind, message })
+  else log.warn('request-failed', { kind, message, ...(door ? { door: door.name } : {}) })
   const headers: Record<string, string> = kind === 'store_unavailable' ? { 'retry-after': '1' } : {}
   // The rest of a refused body is never read: the connection cannot carry another request.
   if (kind === 'body_too_large') headers['connection'] = 'close'
-  return c.json(openAIErrorBody(kind, message), ERROR_KINDS[kind].status as never, headers)
+  const body: Json = door ? door.errorBody(kind, message) : openAIErrorBody(kind, message)
+  return c.json(body, ERROR_KINDS[kind].status as never, headers)
 }

@@ -8,12 +8,11 @@ import {
 } from '../stats/index.js'
 import { isAbortError } from '../upstream/index.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
-import type { SessionRef } from './history.js'
-import { completeChat } from './complete.js'
-import { sendChat, type Turn } from './context.js'
-import { prepareChat, type PrepareDeps } from './prepare.js'
-import { streamChat } from './stream.js'
-import { bodyBytes } from './upstream-body.js'
+import type { Door } from '../doors/door.js'
+import type { SessionRef } from '../session/find.js'
+import { bodyBytes } from './body.js'
+import { completeAnswer, send, streamAnswer, type Turn } from './loop.js'
+import { prepare, type PrepareDeps } from './prepare.js'
 
 export interface PipelineDeps extends PrepareDeps {
   readonly upstream: Upstream
@@ -27,6 +26,7 @@ export interface PipelineDeps extends PrepareDeps {
 /** Where `--record` writes: the client's body and the upstream body, per request. */
 export interface Recorder {
   record(entry: {
+    readonly door: Door['name']
     readonly session: string | undefined
     readonly received: string
     readonly sent: string
@@ -48,7 +48,7 @@ export type Reply =
     }
   | { readonly kind: 'upstream'; readonly response: UpstreamResponse }
 
-export interface ChatInput {
+export interface RequestInput {
   /** The client's body, as it came. */
   readonly rawBody: Buffer
   /** The client's headers: identity, session and compaction signals. */
@@ -61,15 +61,15 @@ export interface ChatInput {
 }
 
 /**
- * One chat-completions request: find the session, rebuild the history (known results as first
+ * One request through any door: find the session, rebuild the history (known results as first
  * sent, new ones rendered and stored), add recall, forward, and answer recall calls.
  */
-export async function handleChat(input: ChatInput, deps: PipelineDeps): Promise<Reply> {
+export async function handle(door: Door, input: RequestInput, deps: PipelineDeps): Promise<Reply> {
   const started = Date.now()
-  const seen: Seen = { meter: { recalls: 0 }, stream: false, messages: 0 }
+  const seen: Seen = { door: door.name, meter: { recalls: 0 }, stream: false, messages: 0 }
   let reply: Reply
   try {
-    reply = await chat(input, deps, seen, started)
+    reply = await run(door, input, deps, seen, started)
   } catch (error) {
     const status = isAbortError(error) ? 499 : error instanceof LembasError ? error.status : 500
     const upstreamError = error instanceof LembasError && error.kind.startsWith('upstream_')
@@ -87,6 +87,7 @@ export async function handleChat(input: ChatInput, deps: PipelineDeps): Promise<
 
 /** What is known of a request so far, for its log line and its stats. */
 interface Seen {
+  readonly door: Door['name']
   /** Read at the end: a recall may create the session's scope. */
   session?: SessionRef | undefined
   rebuild?: RebuildCounts | undefined
@@ -117,6 +118,7 @@ function finished(
   const failed = upstreamError || meter.failed === true
   const usage = upstreamUsage(meter.usage, meter.timings)
   deps.log.info('request', {
+    door: seen.door,
     session: seen.session?.scope,
     messages: seen.messages,
     newResults: rebuild?.newResults ?? 0,
@@ -134,6 +136,7 @@ function finished(
     cachedTokens: usage.cachedTokens,
   })
   deps.stats?.recordRequest({
+    door: seen.door,
     session: seen.session?.scope,
     rebuild,
     status,
@@ -146,25 +149,28 @@ function finished(
   })
 }
 
-async function chat(
-  input: ChatInput,
+async function run(
+  door: Door,
+  input: RequestInput,
   deps: PipelineDeps,
   seen: Seen,
   started: number,
 ): Promise<Reply> {
-  const prepared = await prepareChat(
-    input.rawBody,
-    input.clientHeaders,
-    input.compactionSignal,
+  const prepared = await prepare(
+    {
+      door,
+      bytes: input.rawBody,
+      headers: input.clientHeaders,
+      compactionSignal: input.compactionSignal,
+    },
     deps,
   )
-  seen.stream = prepared.request.stream === true
-  seen.messages = prepared.request.messages.length
+  seen.stream = door.stream(prepared.request)
   if (prepared.kind === 'plain') {
-    // A plain chat: no tools, so no tool results to shape and no recall to offer.
+    // No tools: no tool results to shape and no recall to offer.
     const response = await deps.upstream.send({
       method: 'POST',
-      path: '/chat/completions',
+      path: door.path,
       headers: { ...input.headers, 'content-type': 'application/json' },
       body: input.rawBody,
       signal: input.signal,
@@ -172,6 +178,7 @@ async function chat(
     return { kind: 'upstream', response }
   }
   const { request, session } = prepared
+  seen.messages = prepared.items
   seen.session = session
   seen.rebuild = prepared.stats
   if (!prepared.recall) {
@@ -180,22 +187,25 @@ async function chat(
     })
   }
   deps.recorder?.record({
+    door: door.name,
     session: session.scope,
     received: input.rawBody.toString('utf8'),
     sent: bodyBytes(prepared.body).toString('utf8'),
   })
   deps.log.debug('rebuilt', {
+    door: door.name,
     session: session.scope,
     ...prepared.stats,
-    stream: request.stream === true,
+    stream: seen.stream,
     rebuild_ms: Date.now() - started,
   })
   const turn: Turn = {
+    door,
     request,
     body: prepared.body,
     headers: input.headers,
     session,
-    lastMessage: prepared.lastMessage,
+    place: prepared.place,
     signal: input.signal,
     recall: prepared.recall ? deps.recall : null,
     upstream: deps.upstream,
@@ -203,8 +213,8 @@ async function chat(
     rules: deps.rules,
     log: deps.log,
   }
-  if (request.stream !== true) return { kind: 'text', ...(await completeChat(turn, seen.meter)) }
-  const first = await sendChat(turn)
+  if (!seen.stream) return { kind: 'text', ...(await completeAnswer(turn, seen.meter)) }
+  const first = await send(turn)
   if (first.status !== 200) return { kind: 'upstream', response: first }
-  return { kind: 'sse', headers: first.headers, events: streamChat(turn, first, seen.meter) }
+  return { kind: 'sse', headers: first.headers, events: streamAnswer(turn, first, seen.meter) }
 }

@@ -1,8 +1,9 @@
 import { formatId, parseId, renderRecall, type ContextRules } from '../context/index.js'
 import type { Loop } from '../config/loop-schema.js'
 import type { Store } from '../store/store.js'
-import { isRecord, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
-import { keys } from './records.js'
+import { isRecord, type ToolCall, type ToolDefinition } from '../wire/chat.js'
+import type { RecallReply } from '../doors/door.js'
+import { keys } from '../session/records.js'
 
 export interface RecallSetup {
   readonly name: string
@@ -35,18 +36,17 @@ export function recallSetup(recall: Loop['proxy']['recall']): RecallSetup {
 
 /**
  * Answers the model's recall calls from the session's own store: each answer gets the next id
- * and is stored like any result. An id of another session is simply not there.
+ * (claimed under `claims`, one per call: a retried request gets the same ids) and is stored like
+ * any result. An id of another session is simply not there.
  */
 export async function answerRecalls(
   calls: readonly ToolCall[],
+  claims: readonly string[],
   scope: string,
   store: Store,
   rules: ContextRules,
-): Promise<ChatMessage[]> {
-  const numbers = await store.claimIds(
-    scope,
-    calls.map((call) => keys.recallClaim(call.id)),
-  )
+): Promise<RecallReply[]> {
+  const numbers = await store.claimIds(scope, claims.map(keys.recallClaim))
   const asked = calls.map((call) => recallArguments(call.function.arguments))
   const targets = asked.map((args) => (args.id === undefined ? undefined : parseId(args.id)))
   const wanted = targets.filter((n): n is number => n !== undefined)
@@ -68,7 +68,7 @@ export async function answerRecalls(
     scope,
     numbers.map((n, i) => [keys.result(n), texts[i]!] as const),
   )
-  return calls.map((call, i) => ({ role: 'tool', tool_call_id: call.id, content: winners[i]! }))
+  return calls.map((call, i) => ({ callId: call.id, content: winners[i]! }))
 }
 
 interface RecallArguments {

@@ -1,4 +1,4 @@
-import type { HistoryState } from './history.js'
+import type { HistoryState } from './rebuild.js'
 
 /**
  * What this process remembers of a session's last request, to handle the next one in time
@@ -15,12 +15,15 @@ export interface SpliceState {
   readonly systemKey: string
   /** The last message may be followed by a summary (opencode): the next request goes the full way. */
   readonly endsWithMarker: boolean
-  /** Offset of the messages array's `[` in the request bytes. */
+  /** Offset of the items array's `[` in the request bytes. */
   readonly arrayStart: number
-  /** The request's bytes up to just after the array's last element. */
+  /** The request's bytes up to just after the array's last remembered element. */
   readonly prefix: Buffer
-  /** The upstream bytes of those messages (array elements joined by commas, in pieces). */
-  readonly messages: readonly Buffer[]
+  /** The upstream bytes of those items (array elements joined by commas, in pieces). */
+  readonly items: readonly Buffer[]
+  /** How many of the client's items the prefix holds, and the digest of the last one. */
+  readonly itemCount: number
+  readonly lastDigest: string
   readonly history: HistoryState
 }
 
@@ -30,7 +33,7 @@ export class SpliceCache {
 
   constructor(private readonly maxBytes: number) {}
 
-  /** The remembered state whose bytes this request starts with, followed by more messages or the end. */
+  /** The remembered state whose bytes this request starts with, followed by more items or the end. */
   find(key: string, body: Buffer): SpliceState | undefined {
     for (const state of this.#byKey.get(key) ?? []) {
       const end = state.prefix.length
@@ -67,7 +70,7 @@ export class SpliceCache {
 function size(states: readonly SpliceState[]): number {
   return states.reduce(
     (sum, state) =>
-      sum + state.prefix.length + state.messages.reduce((n, piece) => n + piece.length, 0),
+      sum + state.prefix.length + state.items.reduce((n, piece) => n + piece.length, 0),
     0,
   )
 }

@@ -1,5 +1,5 @@
 /**
- * `--record DIR`: one JSON line per chat request, as the client sent it and as it went upstream,
+ * `--record DIR`: one JSON line per request (its door: chat, responses or messages), as the client sent it and as it went upstream,
  * appended to `<dir>/<date>-<pid>.jsonl`. No headers are written at all, and string fields named
  * like a credential (api_key, apiKey, authorization, …) are replaced inside both bodies. The
  * request path never waits for the disk and never sees an error from it: a failed write is logged
@@ -62,6 +62,8 @@ export function createRecorder(dir: string, options: RecorderOptions = {}): File
       const line =
         '{"at":' +
         JSON.stringify(at) +
+        ',"door":' +
+        JSON.stringify(entry.door) +
         ',"session":' +
         JSON.stringify(entry.session ?? null) +
         ',"received":' +

@@ -66,7 +66,10 @@ export async function* readEntries(
         skipped({ file: source.name, line: number, reason: (error as Error).message })
         continue
       }
-      if (isRecord(json) && isRecord(json.received)) {
+      if (isRecord(json) && isRecord(json.received) && (json.door ?? 'chat') !== 'chat') {
+        // Replay measures chat sessions; the other doors' records are for reading.
+        skipped({ file: source.name, line: number, reason: `a ${String(json.door)} record` })
+      } else if (isRecord(json) && isRecord(json.received)) {
         const session = typeof json.session === 'string' ? json.session : undefined
         yield {
           file: source.name,

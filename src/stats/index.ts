@@ -13,8 +13,10 @@ export interface RebuildCounts {
   readonly spliced?: number
 }
 
-/** One finished chat request, as the pipeline saw it. */
+/** One finished request, as the pipeline saw it. */
 export interface FinishedRequest {
+  /** The front door: chat, responses or messages. */
+  readonly door: string
   readonly session: string | undefined
   /** Absent for a plain chat (no tools): nothing was rebuilt. */
   readonly rebuild?: RebuildCounts | undefined
@@ -101,7 +103,7 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
         while (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value!)
       }
       const labels = { stream: String(request.stream), status: String(request.status) }
-      m.requests.inc(labels)
+      m.requests.inc({ ...labels, door: request.door })
       m.duration.observe({ stream: labels.stream }, request.ms / 1000)
       if (request.upstreamError) m.upstreamErrors.inc()
       const rebuild = request.rebuild
@@ -182,10 +184,14 @@ function metricsOf(registry: Registry) {
   const counter = (name: string, help: string, labelNames: string[] = []) =>
     new Counter({ name, help, labelNames, registers })
   return {
-    requests: counter('lembas_requests_total', 'Chat requests finished.', ['stream', 'status']),
+    requests: counter('lembas_requests_total', 'Requests finished, by front door.', [
+      'door',
+      'stream',
+      'status',
+    ]),
     duration: new Histogram({
       name: 'lembas_request_duration_seconds',
-      help: 'Chat request time, to the end of the answer (streams included).',
+      help: 'Request time, to the end of the answer (streams included).',
       labelNames: ['stream'],
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
       registers,

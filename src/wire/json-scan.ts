@@ -1,6 +1,6 @@
 /**
- * Finds the top-level "messages" array in a chat request's JSON bytes without parsing it, so a
- * request that repeats a known history can be handled in time proportional to what is new.
+ * Finds a top-level array ("messages", "input") in a request's JSON bytes without parsing it, so
+ * a request that repeats a known history can be handled in time proportional to what is new.
  * One pass over the bytes; strings and escapes are skipped, brackets counted. Working on UTF-8
  * bytes is exact: every byte of a multi-byte character is >= 0x80, never a quote or a bracket.
  */
@@ -11,9 +11,12 @@ export interface MessagesSpan {
   readonly arrayEnd: number
   /** Index just after the last element (arrayStart + 1 when the array is empty). */
   readonly lastEnd: number
+  /** Index just after each of the last elements (up to `keep` of them), oldest first. */
+  readonly ends: readonly number[]
 }
 
-export function messagesSpan(text: Uint8Array): MessagesSpan | undefined {
+export function arraySpan(text: Uint8Array, key: string, keep = 1): MessagesSpan | undefined {
+  const name = Buffer.from(key)
   let depth = 0
   let i = 0
   const n = text.length
@@ -22,12 +25,12 @@ export function messagesSpan(text: Uint8Array): MessagesSpan | undefined {
     if (code === 34 /* " */) {
       const end = stringEnd(text, i)
       if (end < 0) return undefined
-      if (depth === 1 && isMessagesKey(text, i + 1, end)) {
+      if (depth === 1 && isKey(text, i + 1, end, name)) {
         let j = skipSpace(text, end + 1)
         if (text[j] !== 58 /* : */) return undefined
         j = skipSpace(text, j + 1)
         if (text[j] !== 91 /* [ */) return undefined
-        const tail = arrayTail(text, j + 1)
+        const tail = arrayTail(text, j + 1, keep)
         return tail && { arrayStart: j, ...tail }
       }
       i = end + 1
@@ -47,9 +50,17 @@ export function messagesSpan(text: Uint8Array): MessagesSpan | undefined {
 export function arrayTail(
   text: Uint8Array,
   from: number,
-): { arrayEnd: number; lastEnd: number } | undefined {
+  keep = 1,
+): { arrayEnd: number; lastEnd: number; ends: number[] } | undefined {
   let depth = 0
   let lastEnd = from
+  const ends: number[] = []
+  // An element ends at the comma (or `]`) after it: its end is then known for good.
+  const close = () => {
+    if (lastEnd === from || ends.at(-1) === lastEnd) return
+    ends.push(lastEnd)
+    if (ends.length > keep) ends.shift()
+  }
   for (let i = from; i < text.length; i++) {
     const code = text[i]!
     if (code === 34) {
@@ -61,10 +72,14 @@ export function arrayTail(
     }
     if (code === 123 || code === 91) depth++
     else if (code === 125 || code === 93) {
-      if (depth === 0) return code === 93 ? { arrayEnd: i, lastEnd } : undefined
+      if (depth === 0) {
+        close()
+        return code === 93 ? { arrayEnd: i, lastEnd, ends } : undefined
+      }
       depth--
       if (depth === 0) lastEnd = i + 1
-    } else if (depth === 0 && code !== 44 && code > 32) {
+    } else if (depth === 0 && code === 44) close()
+    else if (depth === 0 && code > 32) {
       lastEnd = i + 1 // a bare number, true, false or null element
     }
   }
@@ -81,10 +96,8 @@ function stringEnd(text: Uint8Array, start: number): number {
   return -1
 }
 
-const MESSAGES = [109, 101, 115, 115, 97, 103, 101, 115] // "messages"
-
-function isMessagesKey(text: Uint8Array, start: number, end: number): boolean {
-  return end - start === MESSAGES.length && MESSAGES.every((byte, k) => text[start + k] === byte)
+function isKey(text: Uint8Array, start: number, end: number, name: Uint8Array): boolean {
+  return end - start === name.length && name.every((byte, k) => text[start + k] === byte)
 }
 
 export function skipSpace(text: Uint8Array, from: number): number {

@@ -237,7 +237,12 @@ for (const stream of [false, true]) {
           starts.map((_, i) => i),
           'block indexes run 0, 1, … without the recall',
         )
-        assert.deepEqual(client.events.at(-2).usage, { output_tokens: 20 }, 'usage summed')
+        // Input from each round's message_start, output from its message_delta: both rounds.
+        assert.deepEqual(
+          client.events.at(-2).usage,
+          { input_tokens: 200, output_tokens: 20 },
+          'usage summed',
+        )
       }
       await client.ask('Thanks')
       const requests = upstreamMessages(upstream)

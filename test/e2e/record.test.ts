@@ -189,13 +189,14 @@ describe('the recorder', () => {
       })
       assert.equal(recorder.path, join(dir, 'a', 'b', `2026-03-04-${process.pid}.jsonl`))
       recorder.record({
+        door: 'chat',
         session: 's',
         received: '{"authorization":"Bearer x","n":1}',
         sent: '{\n"n":2}',
       })
-      recorder.record({ session: undefined, received: 'not json, "api_key": "k1"', sent: '{}' })
+      recorder.record({ door: 'chat', session: undefined, received: 'not json, "api_key": "k1"', sent: '{}' })
       await recorder.close()
-      recorder.record({ session: 's', received: '{}', sent: '{}' })
+      recorder.record({ door: 'messages', session: 's', received: '{}', sent: '{}' })
       await recorder.close()
       const lines = readFileSync(recorder.path, 'utf8')
         .trim()
@@ -204,12 +205,14 @@ describe('the recorder', () => {
       assert.deepEqual(lines, [
         {
           at: '2026-03-04T05:06:07.000Z',
+          door: 'chat',
           session: 's',
           received: { authorization: REDACTED, n: 1 },
           sent: { n: 2 },
         },
         {
           at: '2026-03-04T05:06:07.000Z',
+          door: 'chat',
           session: null,
           received: `not json, "api_key": "${REDACTED}"`,
           sent: {},
@@ -228,7 +231,7 @@ describe('the recorder', () => {
         now: () => new Date('2026-03-04T05:06:07Z'),
       })
       await new Promise((resolve) => setTimeout(resolve, 50))
-      broken.record({ session: 's', received: '{}', sent: '{}' })
+      broken.record({ door: 'chat', session: 's', received: '{}', sent: '{}' })
       await broken.close()
       assert.equal(logged.length, 1)
       assert.equal(JSON.parse(logged[0]!).event, 'record-failed')

@@ -223,6 +223,7 @@ function llamaStream(): FakeResponse {
 
 describe('the stats collector', () => {
   const finished = (session: string, usage?: unknown, timings?: unknown) => ({
+    door: 'chat',
     session,
     status: 200,
     ms: 5,
@@ -259,5 +260,29 @@ describe('the stats collector', () => {
     assert.equal(totals.cachedTokens, 17)
     assert.equal(totals.completionTokens, 2)
     assert.equal(totals.cachedRatio, Math.round((17 / 30) * 10_000) / 10_000)
+  })
+
+  test('reads the Responses API and Anthropic usage', () => {
+    const stats = createStats()
+    stats.recordRequest(
+      finished('s', {
+        input_tokens: 10,
+        output_tokens: 3,
+        input_tokens_details: { cached_tokens: 8 },
+      }),
+    )
+    // Anthropic: input_tokens are only what was neither read from nor written to the cache.
+    stats.recordRequest(
+      finished('s', {
+        input_tokens: 2,
+        cache_read_input_tokens: 90,
+        cache_creation_input_tokens: 8,
+        output_tokens: 5,
+      }),
+    )
+    const totals = stats.snapshot().totals
+    assert.equal(totals.promptTokens, 110)
+    assert.equal(totals.cachedTokens, 98)
+    assert.equal(totals.completionTokens, 8)
   })
 })

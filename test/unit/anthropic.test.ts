@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import {
-  toChat,
-  withPromptBlock,
-  writeBack,
-  type MessagesRequest,
-} from '../../src/formats/anthropic/messages.js'
+import { messagesDoor } from '../../src/doors/index.js'
 
-const body: MessagesRequest = {
+const toView = (request: any) => messagesDoor.toView(request.messages)
+const writeBack = (request: any, view: any, rebuilt: any) =>
+  messagesDoor.writeBack(request.messages, view, rebuilt)
+const withPromptBlock = (system: unknown, block: string) =>
+  messagesDoor.withRecall({ system, messages: [] }, block, undefined).system
+
+const body: any = {
   system: 'You are Claude Code.',
   messages: [
     { role: 'user', content: 'hi' },
@@ -40,26 +41,27 @@ const body: MessagesRequest = {
 
 describe('Anthropic messages as chat', () => {
   test('tool_use becomes tool calls, each tool_result a tool message, the rest a user message', () => {
-    const view = toChat(body)
+    const view = toView(body)
     assert.deepEqual(
-      view.messages.map((m) => m.role),
-      ['system', 'user', 'assistant', 'tool', 'tool', 'user'],
+      view.messages.map((m: any) => m.role),
+      ['user', 'assistant', 'tool', 'tool', 'user'],
     )
-    assert.equal(view.messages[2]!.content, 'Reading.')
-    assert.deepEqual(view.messages[2]!.tool_calls![0]!.function, {
+    assert.deepEqual(view.origins, [0, 1, 2, 2, 2])
+    assert.equal(view.messages[1]!.content, 'Reading.')
+    assert.deepEqual(view.messages[1]!.tool_calls![0]!.function, {
       name: 'Read',
       arguments: '{"file_path":"/a"}',
     })
-    assert.equal(view.messages[3]!.tool_call_id, 'toolu_1')
-    assert.deepEqual(view.messages[4]!.content, [
+    assert.equal(view.messages[2]!.tool_call_id, 'toolu_1')
+    assert.deepEqual(view.messages[3]!.content, [
       { type: 'text', text: 'a' },
       { type: 'text', text: 'b' },
     ])
   })
 
   test('renderings go back into the tool_result blocks; every other field stays', () => {
-    const view = toChat(body)
-    const rebuilt = view.messages.map((m) =>
+    const view = toView(body)
+    const rebuilt = view.messages.map((m: any) =>
       m.role === 'tool' ? { ...m, content: `[#${m.tool_call_id}]` } : m,
     )
     const out = writeBack(body, view, rebuilt)
@@ -79,12 +81,12 @@ describe('Anthropic messages as chat', () => {
   })
 
   test('a summary gets its table written back', () => {
-    const summary: MessagesRequest = {
+    const summary: any = {
       messages: [{ role: 'user', content: 'This session is being continued…' }],
     }
-    const view = toChat(summary)
-    const rebuilt = view.messages.map((m, i) =>
-      i === 1 ? { ...m, content: m.content + '\n\nTABLE' } : m,
+    const view = toView(summary)
+    const rebuilt = view.messages.map((m: any, i: number) =>
+      i === 0 ? { ...m, content: m.content + '\n\nTABLE' } : m,
     )
     assert.equal(
       writeBack(summary, view, rebuilt)[0]!.content,
@@ -97,5 +99,23 @@ describe('Anthropic messages as chat', () => {
     assert.equal(withPromptBlock(undefined, 'B'), 'B')
     const system = [{ type: 'text', text: 'S', cache_control: { type: 'ephemeral' } }]
     assert.deepEqual(withPromptBlock(system, 'B'), [...system, { type: 'text', text: 'B' }])
+  })
+})
+
+describe('Messages answers restored in place', () => {
+  test("a recall's results and the agent's results beside it make one user turn", () => {
+    const restored = {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'r1', content: '[#0002] recalled' }],
+    }
+    const next = {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'b1', content: '[#0003] ls' }],
+    }
+    assert.deepEqual(messagesDoor.join!(restored, next), {
+      role: 'user',
+      content: [...restored.content, ...next.content],
+    })
+    assert.equal(messagesDoor.join!({ role: 'assistant', content: [] }, next), undefined)
   })
 })

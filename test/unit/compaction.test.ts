@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { signalledSummary, summaryIndices } from '../../src/session/compaction.js'
+import { signalledSummary, summaryIndices } from '../../src/session/summaries.js'
 import { defaultProfile } from '../../src/tools/index.js'
 import type { ChatMessage } from '../../src/wire/chat.js'
 

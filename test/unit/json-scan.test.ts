@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { arrayTail, messagesSpan } from '../../src/wire/json-scan.js'
+import { arrayTail, arraySpan } from '../../src/wire/json-scan.js'
 
 test('finds the top-level messages array, not a nested or quoted one', () => {
   const bytes = Buffer.from(
     '{"x":{"messages":[1]},"s":"\\"messages\\": [","messages": [ {"a":"]é"} , [2] ,3 ],"tools":[]}',
   )
   const at = (i: number) => bytes.toString('utf8', i, i + 1)
-  const span = messagesSpan(bytes)!
+  const span = arraySpan(bytes, 'messages')!
   assert.equal(at(span.arrayStart), '[')
   assert.equal(at(span.arrayEnd), ']')
   assert.deepEqual(JSON.parse(bytes.toString('utf8', span.arrayStart, span.arrayEnd + 1)), [
@@ -17,8 +17,8 @@ test('finds the top-level messages array, not a nested or quoted one', () => {
     3,
   ])
   assert.equal(at(span.lastEnd - 1), '3')
-  assert.equal(messagesSpan(Buffer.from('{"messages":[]}'))!.lastEnd, 13)
-  assert.equal(messagesSpan(Buffer.from('{"model":"m"}')), undefined)
+  assert.equal(arraySpan(Buffer.from('{"messages":[]}'), 'messages')!.lastEnd, 13)
+  assert.equal(arraySpan(Buffer.from('{"model":"m"}'), 'messages'), undefined)
 })
 
 test('agrees with JSON.parse on random chat-like bodies, multi-byte text included', () => {
@@ -34,7 +34,7 @@ test('agrees with JSON.parse on random chat-like bodies, multi-byte text include
         const bytes = Buffer.from(
           JSON.stringify({ model, messages, tools: [{ type: 'function' }] }),
         )
-        const span = messagesSpan(bytes)
+        const span = arraySpan(bytes, 'messages')
         if (!span) return false
         const inner: unknown = JSON.parse(
           bytes.toString('utf8', span.arrayStart, span.arrayEnd + 1),

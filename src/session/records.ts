@@ -1,19 +1,21 @@
 import type { Entry, TableRead } from '../context/index.js'
-import type { ChatMessage, MessageContent } from '../wire/chat.js'
+import type { MessageContent } from '../wire/chat.js'
 
 /** Store keys inside a session scope, and inside a tenant's scope. */
 export const keys = {
   tool: (messageKey: string) => 'm:' + messageKey,
-  hidden: (assistantKey: string) => 'h:' + assistantKey,
+  /** What the upstream had where the client has the answer at a place (placeKey). */
+  hidden: (place: string) => 'h:' + place,
   result: (n: number) => 'r:' + n,
   /** A file's content by its SHA-256: the base of a later edit's diff. */
   file: (sha256: string) => 'f:' + sha256,
-  recallClaim: (toolCallId: string) => 'x:' + toolCallId,
+  /** The id of a recall answer, by the answer's place, round and call. */
+  recallClaim: (place: string) => 'x:' + place,
   /** The id given to the first result a tool call id came with. */
   callId: (toolCallId: string) => 't:' + toolCallId,
   compaction: (summaryKey: string) => 'c:' + summaryKey,
   ownerOfTool: (messageKey: string) => 'o:m:' + messageKey,
-  ownerOfAssistant: (assistantKey: string) => 'o:h:' + assistantKey,
+  ownerOfAnswer: (place: string) => 'o:h:' + place,
   ownerOfSummary: (summaryKey: string) => 'o:c:' + summaryKey,
   /** A tenant's implicit sessions with one system prompt (a latest value). */
   sessionsOf: (systemKey: string) => 'sessions:' + systemKey,
@@ -40,9 +42,11 @@ export interface ToolRecord {
   readonly views?: readonly { readonly absPath: string; readonly sha256: string }[] | undefined
 }
 
-/** The upstream messages a client-visible assistant message stands for (a recall exchange). */
+/** The upstream items a client-visible answer stands for (a recall exchange), in the door's shape. */
 export interface HiddenRecord {
-  readonly messages: readonly ChatMessage[]
+  /** The digests of the client's items it replaces, in order. */
+  readonly visible: readonly string[]
+  readonly items: readonly Record<string, unknown>[]
 }
 
 export function parseRecord<T>(value: string | undefined): T | undefined {

@@ -1,5 +1,5 @@
 import { renderCompactionTable, type ContextRules, type TableRead } from '../context/index.js'
-import { shortHash } from '../session/identity.js'
+import { shortHash } from './identity.js'
 import type { Store } from '../store/store.js'
 import { contentText, type ChatMessage } from '../wire/chat.js'
 import { keys, parseRecord, type ToolRecord } from './records.js'

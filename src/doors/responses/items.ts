@@ -1,26 +1,16 @@
 import { shortHash } from '../../session/identity.js'
 import { isRecord, type ChatMessage, type ToolDefinition } from '../../wire/chat.js'
-
-/** One item of a Responses request's `input` (or of a response's `output`), as it came. */
-export type Item = Record<string, unknown>
-
-/** The chat view of a Responses request, and where each tool message came from. */
-export interface ChatView {
-  /** `instructions` as the first system message, then the mapped items. */
-  readonly messages: ChatMessage[]
-  /** For each message, the index of the input item it stands for (the system message: -1). */
-  readonly origins: readonly number[]
-}
+import type { Json, View } from '../door.js'
 
 /**
- * Maps a Responses request's items to the chat messages the rebuild understands: calls become
- * assistant messages with one tool call (a custom tool's raw input is the `input` argument of a
- * pseudo-call), outputs become tool messages; items the rebuild has no use for are left out.
+ * A Responses request's items as the rebuild's view: calls become assistant messages with one
+ * tool call (a custom tool's raw input is the `input` argument of a pseudo-call), outputs become
+ * tool messages; items the rebuild has no use for (reasoning) are left out.
  */
-export function toChat(instructions: string, input: readonly Item[]): ChatView {
-  const messages: ChatMessage[] = [{ role: 'system', content: instructions }]
-  const origins: number[] = [-1]
-  input.forEach((item, index) => {
+export function toView(items: readonly Json[]): View {
+  const messages: ChatMessage[] = []
+  const origins: number[] = []
+  items.forEach((item, index) => {
     const message = itemMessage(item)
     if (!message) return
     messages.push(message)
@@ -29,7 +19,7 @@ export function toChat(instructions: string, input: readonly Item[]): ChatView {
   return { messages, origins }
 }
 
-function itemMessage(item: Item): ChatMessage | undefined {
+function itemMessage(item: Json): ChatMessage | undefined {
   const callId = typeof item.call_id === 'string' ? item.call_id : undefined
   switch (item.type) {
     case 'function_call':
@@ -52,10 +42,7 @@ function itemMessage(item: Item): ChatMessage | undefined {
       return { role: 'tool', tool_call_id: callId, content: item.output }
     default:
       if (item.type === 'message' || (item.type === undefined && typeof item.role === 'string'))
-        return {
-          role: item.role === 'developer' ? 'developer' : String(item.role),
-          content: messageText(item.content),
-        }
+        return { role: String(item.role), content: messageText(item.content) }
       return undefined
   }
 }
@@ -69,12 +56,47 @@ function assistantCall(id: string, name: string, args: string): ChatMessage {
 }
 
 /** The text of a message item's content: a string, or its text parts joined. */
-function messageText(content: unknown): string {
+export function messageText(content: unknown): string {
   if (typeof content === 'string') return content
   if (!Array.isArray(content)) return ''
   return content
     .map((part: unknown) => (isRecord(part) && typeof part.text === 'string' ? part.text : ''))
     .join('\n')
+}
+
+/** The items with the rebuild written back: tool outputs rendered, summaries with their table. */
+export function writeBack(
+  items: readonly Json[],
+  view: View,
+  rendered: readonly ChatMessage[],
+): Json[] {
+  const out = [...items]
+  view.origins.forEach((at, i) => {
+    const message = view.messages[i]!
+    const shown = rendered[i]!
+    if (shown === message) return
+    const item = items[at]!
+    if (message.role === 'tool') {
+      if (typeof shown.content !== 'string')
+        throw new Error('a Responses tool output was rendered as parts')
+      out[at] = { ...item, output: shown.content }
+      return
+    }
+    // A summary (Codex's compaction) gets the table of files read before it.
+    const before = String(message.content ?? '')
+    const after = typeof shown.content === 'string' ? shown.content : ''
+    if (after.startsWith(before + '\n\n')) out[at] = withTable(item, after.slice(before.length + 2))
+  })
+  return out
+}
+
+/** A message item with the table after its text: one more input_text part, or a longer string. */
+function withTable(item: Json, table: string): Json {
+  const content = item.content
+  if (typeof content === 'string') return { ...item, content: content + '\n\n' + table }
+  if (Array.isArray(content))
+    return { ...item, content: [...content, { type: 'input_text', text: table }] }
+  return item
 }
 
 /** The Responses tools in the chat shape, for classifying calls by their definitions. */
@@ -99,7 +121,7 @@ export function chatTools(tools: readonly unknown[]): ToolDefinition[] {
  * The recall tool in the Responses shape; not strict (as Codex declares its own tools): its
  * offset and limit are optional, which a strict schema does not allow.
  */
-export function responsesTool(tool: ToolDefinition): Item {
+export function responsesTool(tool: ToolDefinition): Json {
   return {
     type: 'function',
     name: tool.function?.name,
@@ -113,11 +135,10 @@ export function responsesTool(tool: ToolDefinition): Item {
  * How an item the client got is known again when it comes back: calls by their call id, a
  * message by its role and text, anything else by its id or its whole JSON.
  */
-export function itemKey(item: Item): string {
-  if (typeof item.call_id === 'string')
-    return shortHash(`call\u0000${String(item.type)}\u0000${item.call_id}`)
-  if (item.type === 'message')
-    return shortHash(`message\u0000${String(item.role)}\u0000${messageText(item.content).trim()}`)
-  if (typeof item.id === 'string') return shortHash(`id\u0000${item.id}`)
-  return shortHash(`json\u0000${JSON.stringify(item)}`)
+export function itemKey(item: Json): string {
+  if (typeof item.call_id === 'string') return `call\u0000${String(item.type)}\u0000${item.call_id}`
+  if (item.type === 'message' || (item.type === undefined && typeof item.role === 'string'))
+    return `message\u0000${String(item.role)}\u0000${messageText(item.content).trim()}`
+  if (typeof item.id === 'string') return `id\u0000${item.id}`
+  return `json\u0000${shortHash(JSON.stringify(item))}`
 }

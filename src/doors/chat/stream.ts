@@ -1,0 +1,227 @@
+import { openAIErrorBody, type ErrorKind } from '../../errors.js'
+import { parseEvent } from '../event.js'
+import { isRecord, type ToolCall } from '../../wire/chat.js'
+import { encodeSseData, SSE_DONE, type SseEvent } from '../../wire/sse.js'
+import type { DoorStream, Json, Part, RoundEnd } from '../door.js'
+import { assistantMessage } from './index.js'
+
+interface CallState {
+  id: string
+  name: string
+  arguments: string
+  /** Decided once the name is known: a recall (kept back) or the client's (forwarded). */
+  visibleIndex?: number
+  recall?: boolean
+  /** Deltas that came before the name did. */
+  pending: Json[]
+}
+
+/**
+ * A chat completion stream across recall rounds. Text and the client's own tool calls flow
+ * through as they arrive; recall calls are kept back, and so are the finish and usage chunks,
+ * until the round's end shows whether the proxy asks the upstream again.
+ */
+export class ChatStream implements DoorStream {
+  #round: ChatRound
+  #firstChunkId: string | undefined
+  #last: ChatRound | undefined
+  readonly #includeUsage: boolean
+
+  constructor(
+    request: Json,
+    private readonly isRecall: (name: string) => boolean,
+  ) {
+    const options = request.stream_options
+    this.#includeUsage = isRecord(options) && options.include_usage === true
+    this.#round = new ChatRound(isRecall, undefined)
+  }
+
+  take(event: SseEvent): { out: string[]; stop?: boolean } {
+    if (this.#round.done) return { out: [] }
+    if (event.data === SSE_DONE) {
+      this.#round.done = true
+      return { out: [] }
+    }
+    const chunk = parseEvent(event.data)
+    if (isRecord(chunk.error)) return { out: [encodeSseData(event.data)], stop: true }
+    this.#firstChunkId ??= typeof chunk.id === 'string' ? chunk.id : undefined
+    const out = this.#round.take(event.data, chunk)
+    return { out: out === undefined ? [] : [encodeSseData(out)] }
+  }
+
+  endRound(): RoundEnd {
+    const round = this.#round
+    this.#last = round
+    this.#round = new ChatRound(this.isRecall, this.#firstChunkId)
+    const held: string[] = []
+    if (round.finish) held.push(encodeSseData(round.finish.raw))
+    // Usage rides on its own chunk (OpenAI) or on the finish chunk (some local servers).
+    if (round.usage && round.usage.raw !== round.finish?.raw)
+      held.push(encodeSseData(round.usage.raw))
+    held.push(encodeSseData(SSE_DONE))
+    const parts: Part[] = [
+      ...(round.text === '' ? [] : [{ raw: { text: round.text } }]),
+      ...round.toolCalls().map((call) => ({ raw: call as Json, call })),
+    ]
+    return {
+      parts,
+      usage: round.usage?.usage,
+      timings: round.timings,
+      held,
+      out: round.flushUndecided().map(encodeSseData),
+    }
+  }
+
+  close(visible: readonly Part[], usage: unknown): string[] {
+    const last = this.#last!
+    const calls = assistantMessage(visible).tool_calls
+    const finishReason = calls ? 'tool_calls' : 'stop'
+    const out = [
+      encodeSseData(JSON.stringify(last.template({ delta: {}, finish_reason: finishReason }))),
+    ]
+    if (this.#includeUsage && usage !== undefined)
+      out.push(encodeSseData(JSON.stringify({ ...last.template({}), choices: [], usage })))
+    out.push(encodeSseData(SSE_DONE))
+    return out
+  }
+
+  error(kind: ErrorKind, message: string): string {
+    return encodeSseData(JSON.stringify(openAIErrorBody(kind, message)))
+  }
+}
+
+/** One upstream stream's worth of state. */
+class ChatRound {
+  readonly calls = new Map<number, CallState>()
+  text = ''
+  done = false
+  finish: { raw: string; chunk: Json } | undefined
+  usage: { raw: string; chunk: Json; usage: unknown } | undefined
+  /** llama.cpp's `timings`, on its final chunk. */
+  timings: unknown
+  nextVisible = 0
+
+  constructor(
+    private readonly isRecall: (name: string) => boolean,
+    /** Rounds after the first carry the first round's chunk id, as one answer. */
+    private readonly chunkId: string | undefined,
+  ) {}
+
+  /** The chunk to forward now (raw when untouched), or undefined to keep it back. */
+  take(raw: string, chunk: Json): string | undefined {
+    if (isRecord(chunk.timings)) this.timings = chunk.timings
+    if (isRecord(chunk.usage)) {
+      const choices = Array.isArray(chunk.choices) ? chunk.choices : []
+      this.usage = { raw, chunk, usage: chunk.usage }
+      if (choices.length === 0) return undefined
+    }
+    const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+    if (!isRecord(choice)) return this.forward(raw, chunk, false)
+    let changed = false
+    if (choice.finish_reason !== undefined && choice.finish_reason !== null) {
+      const delta = isRecord(choice.delta) ? choice.delta : {}
+      if (!hasContent(delta)) {
+        this.finish = { raw, chunk: structuredClone(chunk) }
+        return undefined
+      }
+      // The last delta came with the finish: forward the delta now, the finish alone later.
+      const finishOnly = structuredClone(chunk)
+      ;(finishOnly.choices as Json[])[0]!.delta = {}
+      this.finish = { raw: JSON.stringify(finishOnly), chunk: finishOnly }
+      choice.finish_reason = null
+      changed = true
+    }
+    const delta = isRecord(choice.delta) ? choice.delta : undefined
+    if (delta && typeof delta.content === 'string') this.text += delta.content
+    if (delta && Array.isArray(delta.tool_calls)) {
+      // Some servers leave out `index` when a chunk holds one call: its position stands for it.
+      const forwarded = delta.tool_calls.flatMap((part: unknown, position: number) =>
+        this.toolCallDelta(
+          isRecord(part) && typeof part.index !== 'number' ? { ...part, index: position } : part,
+        ),
+      )
+      changed = true
+      if (forwarded.length > 0) delta.tool_calls = forwarded
+      else {
+        delete delta.tool_calls
+        if (!hasContent(delta)) return undefined
+      }
+    }
+    return this.forward(raw, chunk, changed)
+  }
+
+  private toolCallDelta(part: unknown): Json[] {
+    if (!isRecord(part) || typeof part.index !== 'number') return []
+    let state = this.calls.get(part.index)
+    if (!state) {
+      state = { id: '', name: '', arguments: '', pending: [] }
+      this.calls.set(part.index, state)
+    }
+    if (typeof part.id === 'string') state.id = part.id
+    const fn = isRecord(part.function) ? part.function : {}
+    if (typeof fn.name === 'string') state.name += fn.name
+    if (typeof fn.arguments === 'string') state.arguments += fn.arguments
+    if (state.recall === undefined && state.name !== '') {
+      state.recall = this.isRecall(state.name)
+      if (!state.recall) state.visibleIndex = this.nextVisible++
+    }
+    if (state.recall === undefined) {
+      state.pending.push(part)
+      return []
+    }
+    if (state.recall) return []
+    const visibleIndex = state.visibleIndex
+    const out = [...state.pending, part].map((p) => ({ ...p, index: visibleIndex }))
+    state.pending = []
+    return out
+  }
+
+  private forward(raw: string, chunk: Json, changed: boolean): string {
+    if (this.chunkId === undefined && !changed) return raw
+    if (this.chunkId !== undefined) chunk.id = this.chunkId
+    return JSON.stringify(chunk)
+  }
+
+  /** Every call of the round in upstream order, as the upstream will see them again. */
+  toolCalls(): ToolCall[] {
+    return [...this.calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, call]) => ({
+        id: call.id,
+        type: 'function',
+        function: { name: call.name, arguments: call.arguments },
+      }))
+  }
+
+  /** Calls whose name never came are the client's: they go out at the end. */
+  flushUndecided(): string[] {
+    const out: string[] = []
+    for (const state of this.calls.values()) {
+      if (state.recall !== undefined) continue
+      state.recall = false
+      state.visibleIndex = this.nextVisible++
+      const parts = state.pending.map((p) => ({ ...p, index: state.visibleIndex }))
+      if (parts.length > 0)
+        out.push(JSON.stringify(this.template({ delta: { tool_calls: parts } })))
+    }
+    return out
+  }
+
+  template(choice: Json, extra: Json = {}): Json {
+    const base = this.finish?.chunk ?? {}
+    return {
+      id: this.chunkId ?? base.id,
+      object: base.object ?? 'chat.completion.chunk',
+      created: base.created,
+      model: base.model,
+      choices: [{ index: 0, ...choice }],
+      ...extra,
+    }
+  }
+}
+
+function hasContent(delta: Json): boolean {
+  return Object.entries(delta).some(
+    ([key, value]) => key !== 'role' && value !== null && value !== undefined && value !== '',
+  )
+}

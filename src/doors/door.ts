@@ -1,0 +1,113 @@
+import type { ErrorKind } from '../errors.js'
+import type { ChatMessage, Parsed, ToolCall, ToolDefinition } from '../wire/chat.js'
+import type { SseEvent } from '../wire/sse.js'
+
+/** A JSON object as the client sent it: every field a door does not read goes on untouched. */
+export type Json = Record<string, unknown>
+
+/**
+ * The rebuild's view of a request's items: messages with a role, content, tool calls and the
+ * call a tool result answers. `origins[i]` is the index of the item view message `i` came from.
+ */
+export interface View {
+  readonly messages: ChatMessage[]
+  readonly origins: readonly number[]
+}
+
+/** One unit of a model's answer in the door's own shape, and the tool call it is, if any. */
+export interface Part {
+  /** A chat text or tool call; a Messages content block; a Responses output item. */
+  readonly raw: Json
+  readonly call?: ToolCall | undefined
+}
+
+/** What one upstream round said, read from a whole answer or a stream. */
+export interface RoundEnd {
+  readonly parts: readonly Part[]
+  readonly usage: unknown
+  /** llama.cpp's `timings` (chat only). */
+  readonly timings?: unknown
+  /** Events kept back until the round's end: sent as they came when nothing was recalled. */
+  readonly held: readonly string[]
+  /** Events to send at the round's end whatever comes next (calls whose name came late). */
+  readonly out?: readonly string[] | undefined
+}
+
+/** The proxy's answer to one recall call: the tool result the upstream gets. */
+export interface RecallReply {
+  readonly callId: string
+  readonly content: string
+}
+
+/** The stream of one client answer across recall rounds, in the door's event grammar. */
+export interface DoorStream {
+  /** One upstream event: the SSE text for the client now; `stop` when the upstream failed. */
+  take(event: SseEvent): { readonly out: readonly string[]; readonly stop?: boolean }
+  /** Ends the current upstream round. */
+  endRound(): RoundEnd
+  /** The closing events after a recall: the visible parts of every round, summed usage. */
+  close(visible: readonly Part[], usage: unknown): string[]
+  /** A failure mid-stream, as the door's error event. */
+  error(kind: ErrorKind, message: string): string
+}
+
+/**
+ * One wire format. A door parses and checks its requests, maps their items to and from the
+ * rebuild's view, adds the prompt block and `recall` in its own shape, reads answers (whole and
+ * streamed) and writes the client's answer back. Everything else is the shared pipeline's.
+ */
+export interface Door {
+  readonly name: 'chat' | 'responses' | 'messages'
+  /** The upstream path, under the upstream's base URL. */
+  readonly path: string
+  /** The request's array of items: messages or input. */
+  readonly arrayKey: 'messages' | 'input'
+  /**
+   * Items at the end of a request the client may still change in the next one (Claude Code
+   * moves its cache breakpoint): the fast path remembers the request up to before them.
+   */
+  readonly holdback: number
+  errorBody(kind: ErrorKind, message: string): Json
+
+  /** The request's shape, checked; `items` are the array's elements (parsed on their own). */
+  check(body: unknown): Parsed<Json>
+  /** False when the request has nothing to shape (no tools): its bytes go on as they came. */
+  shaped(request: Json): boolean
+  stream(request: Json): boolean
+  /** The client's tools as chat definitions, for classifying calls. */
+  definitions(request: Json): ToolDefinition[]
+  /** The name of a tool the client defines itself, when one is `name`. */
+  definesTool(request: Json, name: string): boolean
+  /** Where the request may name its session: the body, with a door's own fields mapped. */
+  identityFields(request: Json): Json
+  /** The system prompt's text (chat: its first system message), for a session's fingerprint. */
+  systemText(request: Json, view: View): string
+
+  toView(items: readonly Json[]): View
+  /** The items with the rebuild's renderings written back (tool results, summary tables). */
+  writeBack(items: readonly Json[], view: View, rendered: readonly ChatMessage[]): Json[]
+  /** The fields with the prompt block and the recall tool in the door's shape. */
+  withRecall(request: Json, block: string, recall: ToolDefinition | undefined): Json
+  /** Chat only: the block joins the first system message, or opens the history. */
+  withBlockItems(items: readonly Json[], block: string): Json[]
+  /**
+   * How an item that may be a model's answer is known when the client sends it back (its
+   * text and call ids, never re-serialised arguments), and whether its call ids name a session.
+   * Undefined: the item is not an answer (a user message, a tool result).
+   */
+  answerDigest(item: Json): { readonly text: string; readonly named: boolean } | undefined
+  /** Any item's text, for the item before an answer. */
+  itemDigest(item: Json): string
+  /** Restored items followed by the client's item: one item when the API wants them joined. */
+  join?(restored: Json, next: Json): Json | undefined
+
+  /** A whole answer's parts; undefined when it is not the door's answer (sent as it came). */
+  readAnswer(json: unknown): RoundEnd | undefined
+  /** What the upstream said in a round, as the items it will see again. */
+  assistantItems(parts: readonly Part[]): Json[]
+  /** The proxy's recall answers as the items that follow them. */
+  replyItems(replies: readonly RecallReply[]): Json[]
+  /** The client's whole answer: the last round's body with only the visible parts. */
+  clientAnswer(last: Json, visible: readonly Part[], recalled: boolean, usage: unknown): Json
+  openStream(request: Json, isRecall: (name: string) => boolean): DoorStream
+}

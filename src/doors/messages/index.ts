@@ -1,0 +1,135 @@
+import { ERROR_KINDS, type ErrorKind } from '../../errors.js'
+import { contentText, isRecord, type ContentPart, type ToolDefinition } from '../../wire/chat.js'
+import type { Door, Json, Part, RecallReply, RoundEnd } from '../door.js'
+import { MessagesStream } from './stream.js'
+import {
+  assistantChat,
+  chatTools,
+  checkMessagesRequest,
+  systemText,
+  toolCallOf,
+  toView,
+  writeBack,
+} from './view.js'
+
+/** Anthropic's error body for an error kind. */
+export function anthropicErrorBody(kind: ErrorKind, message: string): Json {
+  const type =
+    ERROR_KINDS[kind].type === 'invalid_request_error' ? 'invalid_request_error' : 'api_error'
+  return { type: 'error', error: { type, message } }
+}
+
+/** `POST /v1/messages`: the Anthropic Messages API (Claude Code). */
+export const messagesDoor: Door = {
+  name: 'messages',
+  path: '/messages',
+  arrayKey: 'messages',
+  // Claude Code puts its cache breakpoint on the last message and moves it the next turn.
+  holdback: 2,
+  errorBody: anthropicErrorBody,
+
+  check(body) {
+    const checked = checkMessagesRequest(body)
+    return checked.ok
+      ? checked
+      : { ok: false, message: `not a Messages API request: ${checked.message}` }
+  },
+  shaped: (request) => tools(request).length > 0,
+  stream: (request) => request.stream === true,
+  definitions: (request) => chatTools(tools(request)),
+  definesTool: (request, name) => tools(request).some((tool) => tool.name === name),
+  /** Claude Code names its session in `metadata.user_id` (`…_session_<uuid>`): read as `user`. */
+  identityFields(request) {
+    if (typeof request.user === 'string') return request
+    const userId = isRecord(request.metadata) ? request.metadata.user_id : undefined
+    return typeof userId === 'string' ? { ...request, user: userId } : request
+  },
+  systemText: (request) => systemText(request.system),
+
+  toView,
+  writeBack,
+  withRecall(request, block, recall) {
+    const system = request.system
+    const withBlock = Array.isArray(system)
+      ? [...system, { type: 'text', text: block }]
+      : typeof system === 'string' && system !== ''
+        ? system + '\n\n' + block
+        : block
+    const added = recall ? [...tools(request), anthropicTool(recall)] : tools(request)
+    return { ...request, system: withBlock, tools: added }
+  },
+  withBlockItems: (items) => [...items],
+  answerDigest(item) {
+    if (item.role !== 'assistant') return undefined
+    const chat = assistantChat(item.content)
+    const ids = (chat.tool_calls ?? []).map((call) => call.id)
+    return {
+      text: contentText(chat.content).trim() + '\u0000' + ids.join('\u0000'),
+      named: ids.length > 0,
+    }
+  },
+  itemDigest(item) {
+    const content = item.content
+    if (!Array.isArray(content)) return String(item.role) + '\u0000' + String(content)
+    // Tool results by their call alone; cache breakpoints move and are not part of it.
+    const blocks = (content as Json[]).map((block) =>
+      block.type === 'tool_result'
+        ? 'r:' + String(block.tool_use_id ?? '')
+        : contentText([block as ContentPart]),
+    )
+    return String(item.role) + '\u0000' + blocks.join('\u0000')
+  },
+  /** A recall's results and the results of the agent's calls beside it: one user turn. */
+  join(restored, next) {
+    if (restored.role !== 'user' || next.role !== 'user') return undefined
+    if (!Array.isArray(restored.content) || !Array.isArray(next.content)) return undefined
+    return { ...next, content: [...restored.content, ...next.content] }
+  },
+
+  readAnswer(json) {
+    if (!isRecord(json) || !Array.isArray(json.content)) return undefined
+    const parts = json.content.filter(isRecord).map(partOf)
+    const end: RoundEnd = { parts, usage: json.usage, held: [] }
+    return end
+  },
+  assistantItems: (parts) => [{ role: 'assistant', content: parts.map((part) => part.raw) }],
+  replyItems: (replies: readonly RecallReply[]) => [
+    {
+      role: 'user',
+      content: replies.map((reply) => ({
+        type: 'tool_result',
+        tool_use_id: reply.callId,
+        content: reply.content,
+      })),
+    },
+  ],
+  clientAnswer(last, visible, recalled, usage) {
+    const toolUse = visible.some((part) => part.call)
+    const stop = toolUse ? 'tool_use' : recalled ? 'end_turn' : last.stop_reason
+    return {
+      ...last,
+      content: visible.map((part) => part.raw),
+      stop_reason: stop,
+      ...(usage === undefined ? {} : { usage }),
+    }
+  },
+  openStream: (_request, isRecall) => new MessagesStream(isRecall),
+}
+
+function tools(request: Json): Json[] {
+  return Array.isArray(request.tools) ? (request.tools as Json[]) : []
+}
+
+/** A content block, and its tool call when it is a tool_use. */
+export function partOf(block: Json): Part {
+  return block.type === 'tool_use' ? { raw: block, call: toolCallOf(block) } : { raw: block }
+}
+
+/** The recall tool in Anthropic's shape. */
+function anthropicTool(tool: ToolDefinition): Json {
+  return {
+    name: tool.function?.name,
+    description: tool.function?.description,
+    input_schema: tool.function?.parameters,
+  }
+}

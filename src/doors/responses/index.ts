@@ -1,0 +1,96 @@
+import { openAIErrorBody } from '../../errors.js'
+import { isRecord } from '../../wire/chat.js'
+import type { Door, Json, Part, RecallReply, RoundEnd } from '../door.js'
+import { chatTools, itemKey, responsesTool, toView, writeBack } from './items.js'
+import { ResponsesStream } from './stream.js'
+
+/** `POST /v1/responses`: the OpenAI Responses API (Codex CLI). */
+export const responsesDoor: Door = {
+  name: 'responses',
+  path: '/responses',
+  arrayKey: 'input',
+  holdback: 0,
+  errorBody: openAIErrorBody,
+
+  check(body) {
+    if (!isRecord(body)) return { ok: false, message: 'the body must be a JSON object' }
+    if (body.tools !== undefined && !Array.isArray(body.tools))
+      return { ok: false, message: "'tools' must be an array" }
+    const input = body.input
+    if (typeof input !== 'string' && input !== undefined) {
+      if (!Array.isArray(input) || !input.every(isRecord))
+        return { ok: false, message: "'input' must be a string or an array of items" }
+    }
+    return { ok: true, value: body }
+  },
+  shaped: (request) => Array.isArray(request.input) && tools(request).length > 0,
+  stream: (request) => request.stream === true,
+  definitions: (request) => chatTools(tools(request)),
+  definesTool: (request, name) =>
+    tools(request).some((tool) => isRecord(tool) && tool.name === name),
+  identityFields: (request) => request,
+  systemText: (request) => (typeof request.instructions === 'string' ? request.instructions : ''),
+
+  toView,
+  writeBack,
+  withRecall(request, block, recall) {
+    const instructions = typeof request.instructions === 'string' ? request.instructions : ''
+    return {
+      ...request,
+      instructions: instructions === '' ? block : instructions + '\n\n' + block,
+      tools: recall ? [...tools(request), responsesTool(recall)] : tools(request),
+    }
+  },
+  withBlockItems: (items) => [...items],
+  answerDigest(item) {
+    if (item.type === 'message' && item.role !== 'assistant') return undefined
+    if (item.type === undefined && item.role !== 'assistant') return undefined
+    if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output')
+      return undefined
+    return { text: itemKey(item), named: typeof item.call_id === 'string' }
+  },
+  itemDigest: itemKey,
+
+  readAnswer(json) {
+    if (!isRecord(json) || !Array.isArray(json.output)) return undefined
+    const end: RoundEnd = {
+      parts: json.output.filter(isRecord).map(partOf),
+      usage: json.usage,
+      held: [],
+    }
+    return end
+  },
+  assistantItems: (parts) => parts.map((part) => part.raw),
+  replyItems: (replies: readonly RecallReply[]) =>
+    replies.map((reply) => ({
+      type: 'function_call_output',
+      call_id: reply.callId,
+      output: reply.content,
+    })),
+  clientAnswer: (last, visible, _recalled, usage) => ({
+    ...last,
+    output: visible.map((part) => part.raw),
+    ...(usage === undefined ? {} : { usage }),
+  }),
+  openStream: (_request, isRecall) => new ResponsesStream(isRecall),
+}
+
+function tools(request: Json): unknown[] {
+  return Array.isArray(request.tools) ? request.tools : []
+}
+
+/** An output item, and its call when it is one (a client with a tool named recall has no recall). */
+export function partOf(item: Json): Part {
+  if (item.type !== 'function_call' && item.type !== 'custom_tool_call') return { raw: item }
+  const args =
+    item.type === 'function_call'
+      ? typeof item.arguments === 'string'
+        ? item.arguments
+        : ''
+      : JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' })
+  const name = String(item.name ?? '')
+  return {
+    raw: item,
+    call: { id: String(item.call_id ?? ''), type: 'function', function: { name, arguments: args } },
+  }
+}

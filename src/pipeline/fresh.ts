@@ -1,0 +1,233 @@
+import {
+  DedupeTable,
+  renderResult,
+  renderRewritten,
+  type ContextRules,
+  type Rendering,
+  type TableRead,
+} from '../context/index.js'
+import type { SessionRef } from '../session/find.js'
+import { keys, parseRecord, type ToolRecord } from '../session/records.js'
+import { classifyCall } from '../tools/index.js'
+import {
+  contentText,
+  withText,
+  type ChatMessage,
+  type ToolCall,
+  type ToolDefinition,
+} from '../wire/chat.js'
+import { resultFacts, type FileViews } from './facts.js'
+import type { HistoryDeps, HistoryState, HistoryStats } from './rebuild.js'
+
+/** A tool message of the request: its place in the view and its key. */
+export interface Fresh {
+  readonly index: number
+  readonly message: ChatMessage
+  readonly key: string
+}
+
+/** The first result a tool call id came with: its id, and the message it was. */
+export interface CallIdRecord {
+  readonly n: number
+  readonly key: string
+}
+
+export interface FreshInput {
+  readonly messages: readonly ChatMessage[]
+  readonly definitions: readonly ToolDefinition[]
+  readonly session: SessionRef
+  readonly start?: HistoryState | undefined
+  /** Every tool message of the request, in order. */
+  readonly tools: readonly Fresh[]
+  readonly fresh: readonly Fresh[]
+  readonly known: ReadonlyMap<string, ToolRecord>
+  readonly callIds: ReadonlyMap<string, CallIdRecord>
+}
+
+/** What renderings saved in one request (see HistoryStats). */
+export type Savings = Pick<HistoryStats, 'dedupes' | 'caps' | 'charsSaved'>
+
+/**
+ * Gives new tool messages their ids and renderings, in message order: the dedupe table and the
+ * file views are what this request carries before each result. Written in one atomic batch
+ * with the full results they stand for; first writer wins.
+ */
+export async function renderFresh(
+  input: FreshInput,
+  deps: HistoryDeps,
+  savings: Savings,
+): Promise<Map<string, ToolRecord>> {
+  const scope = input.session.ensure()
+  const { fresh, start } = input
+  const rewrites = await rewrittenResults(input, deps, scope)
+  const claimed = await deps.store.claimIds(
+    scope,
+    fresh.filter((slot) => !rewrites.has(slot.key)).map((slot) => keys.tool(slot.key)),
+  )
+  let nextClaimed = 0
+  const numbers = fresh.map((slot) => rewrites.get(slot.key)?.n ?? claimed[nextClaimed++]!)
+  const calls = new Map([...(start?.calls ?? []), ...toolCallsById(input.messages)])
+  const definitions = new Map(
+    input.definitions.flatMap((tool) => (tool.function?.name ? [[tool.function.name, tool]] : [])),
+  )
+  const freshAt = new Map(fresh.map((slot, i) => [slot.index, i]))
+  let previousKey = start?.lastToolKey
+
+  const table = start?.table.clone() ?? new DedupeTable()
+  // Views hold a file's content as the request last showed it.
+  const views = new Map<string, { sha256: string; content?: string }>(start?.views ?? [])
+  const fileViews: FileViews = {
+    async content(absPath) {
+      const view = views.get(absPath)
+      if (!view) return undefined
+      if (view.content !== undefined) return view.content
+      const [stored] = await deps.store.get(scope, [keys.file(view.sha256)])
+      return stored
+    },
+  }
+  const rendered = new Map<string, ToolRecord>()
+  const writes: (readonly [string, string])[] = []
+  for (const tool of input.tools) {
+    const i = freshAt.get(tool.index)
+    const prev = previousKey
+    previousKey = tool.key
+    if (i === undefined) {
+      const record = input.known.get(tool.key)
+      if (record) {
+        addShown(table, record)
+        for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
+      }
+      continue
+    }
+    const number = numbers[i]!
+    const rewrite = rewrites.get(tool.key)
+    const text = contentText(tool.message.content)
+    const call = calls.get(tool.message.tool_call_id ?? '')
+    const classified = call
+      ? classifyCall(deps.profile, call.function.name, call.function.arguments, definitions)
+      : ({ kind: 'other' } as const)
+    const facts = rewrite
+      ? undefined
+      : await resultFacts(classified, text, deps.profile, deps.workspace, fileViews)
+    const rendering: Rendering = facts
+      ? renderResult({ number, call: facts.call, text }, table, deps.rules)
+      : { text: renderRewritten(number, text, deps.rules), read: rewrite?.read }
+    const record: ToolRecord = {
+      n: number,
+      content: withText(tool.message.content, rendering.text),
+      entry: rendering.entry,
+      read: rendering.read,
+      stub: rendering.stub && {
+        target: rendering.stub.target,
+        content: withText(tool.message.content, rendering.stub.full.text),
+        entry: rendering.stub.full.entry,
+        read: rendering.stub.full.read,
+      },
+      views: facts?.views?.map((view) => ({ absPath: view.absPath, sha256: view.sha256 })),
+      prev,
+    }
+    for (const view of facts?.views ?? []) {
+      views.set(view.absPath, { sha256: view.sha256, content: view.content })
+      writes.push([keys.file(view.sha256), wellFormed(view.content)])
+    }
+    countSavings(savings, text, rendering, number, deps.rules, facts?.call.kind)
+    rendered.set(tool.key, record)
+    // A rewrite is not a new result: the full text of its id stays what it was.
+    if (!rewrite) {
+      writes.push([keys.result(number), wellFormed(rendering.stored ?? text)])
+      writes.push([
+        keys.callId(tool.message.tool_call_id ?? ''),
+        JSON.stringify({ n: number, key: tool.key }),
+      ])
+    }
+    addShown(table, record)
+  }
+
+  // One atomic batch: the renderings with the full results and file contents they stand for,
+  // so no rendering is ever stored without what its recall shows. First writer wins: a
+  // concurrent twin of this request reads ours back.
+  const entries = [...rendered].map(
+    ([key, record]) => [keys.tool(key), JSON.stringify(record)] as const,
+  )
+  const winners = await deps.store.putIfAbsent(scope, [...entries, ...writes])
+  const out = new Map<string, ToolRecord>()
+  entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
+  return out
+}
+
+/**
+ * A tool message whose call id the session knows, with other content, where that result stood
+ * (after the same tool message), is the client's own rewrite of an old result (a pruned
+ * "[Old tool result content cleared]"): it keeps its id and read. A call id reused elsewhere is new.
+ */
+async function rewrittenResults(
+  input: FreshInput,
+  deps: HistoryDeps,
+  scope: string,
+): Promise<Map<string, { n: number; read: TableRead | undefined }>> {
+  const previousKeys = new Map<number, string | undefined>()
+  let previous = input.start?.lastToolKey
+  for (const tool of input.tools) {
+    previousKeys.set(tool.index, previous)
+    previous = tool.key
+  }
+  const earlier = input.fresh.map((slot) => input.callIds.get(slot.message.tool_call_id ?? ''))
+  const candidates = earlier.flatMap((original) => (original ? [keys.tool(original.key)] : []))
+  const originals = candidates.length > 0 ? await deps.store.get(scope, candidates) : []
+  const rewrites = new Map<string, { n: number; read: TableRead | undefined }>()
+  let next = 0
+  input.fresh.forEach((slot, i) => {
+    const original = earlier[i]
+    if (!original) return
+    const record = parseRecord<ToolRecord>(originals[next++])
+    if (record && record.prev === previousKeys.get(slot.index)) {
+      rewrites.set(slot.key, { n: original.n, read: record.stub ? undefined : record.read })
+    }
+  })
+  return rewrites
+}
+
+function countSavings(
+  savings: Savings,
+  text: string,
+  rendering: Rendering,
+  number: number,
+  rules: ContextRules,
+  kind: string | undefined,
+): void {
+  if (rendering.stub) savings.dedupes++
+  else if (rendering.stored !== undefined) {
+    if (rendering.stored !== rendering.text) savings.caps++ // an edit's diff, cut
+  } else if ((kind === 'listing' || kind === 'other') && rendering.text.length > 0) {
+    // Uncut, these are the text under its id: anything else was cut to the cap.
+    if (rendering.text !== renderRewritten(number, text, rules)) savings.caps++
+  }
+  const saved = text.length - rendering.text.length
+  if (saved > 0) savings.charsSaved += saved
+}
+
+/**
+ * Text as the store can keep it exactly: a lone UTF-16 surrogate (an agent that cut its output
+ * in the middle of an emoji) becomes U+FFFD, so such a result is stored, not refused.
+ */
+function wellFormed(text: string): string {
+  return (text as unknown as { toWellFormed(): string }).toWellFormed()
+}
+
+/** Adds what a rendering shows to the table; a stub whose target is gone shows in full. */
+export function addShown(
+  table: DedupeTable,
+  record: ToolRecord,
+): { content: ToolRecord['content']; stub: boolean } {
+  if (record.stub && table.has(record.stub.target)) return { content: record.content, stub: true }
+  const entry = record.stub ? record.stub.entry : record.entry
+  if (entry) table.add(entry)
+  return { content: record.stub ? record.stub.content : record.content, stub: false }
+}
+
+function toolCallsById(messages: readonly ChatMessage[]): Map<string, ToolCall> {
+  const calls = new Map<string, ToolCall>()
+  for (const message of messages)
+    for (const call of message.tool_calls ?? []) calls.set(call.id, call)
+  return calls
+}

@@ -1,0 +1,189 @@
+import type { Door, Json, Part, RoundEnd } from '../doors/door.js'
+import { LembasError } from '../errors.js'
+import type { Logger } from '../log.js'
+import { recordAnswer, type AnswerPlace } from '../session/answers.js'
+import type { SessionRef } from '../session/find.js'
+import { shortHash } from '../session/identity.js'
+import type { Meter } from '../stats/index.js'
+import type { Store } from '../store/store.js'
+import type { Upstream, UpstreamResponse } from '../upstream/index.js'
+import type { ContextRules } from '../context/index.js'
+import { decodeSse } from '../wire/sse.js'
+import { bodyBytes, type UpstreamBody } from './body.js'
+import { parseAnswer } from './json.js'
+import { answerRecalls, type RecallSetup } from './recall.js'
+import { sumUsage } from './usage.js'
+
+/** Everything one request's upstream exchange needs, whatever its door. */
+export interface Turn {
+  readonly door: Door
+  /** The client's request fields (stream options, …). */
+  readonly request: Json
+  /** What goes upstream; recall rounds append to its items. */
+  readonly body: UpstreamBody
+  readonly headers: Record<string, string>
+  readonly session: SessionRef
+  /** Where the answer stands in the client's history: its hidden exchange is kept by it. */
+  readonly place: AnswerPlace
+  readonly signal: AbortSignal
+  /** Null when the client defines its own `recall`: nothing is intercepted. */
+  readonly recall: RecallSetup | null
+  readonly upstream: Upstream
+  readonly store: Store
+  readonly rules: ContextRules
+  readonly log: Logger
+}
+
+/** Sends the turn's body, with the items of earlier recall rounds appended. */
+export function send(turn: Turn, extra: readonly Json[] = []): Promise<UpstreamResponse> {
+  return turn.upstream.send({
+    method: 'POST',
+    path: turn.door.path,
+    headers: { ...turn.headers, 'content-type': 'application/json' },
+    body: bodyBytes(turn.body, extra),
+    signal: turn.signal,
+  })
+}
+
+/**
+ * The recall loop, once for every door and for whole and streamed answers alike: each round's
+ * recall calls are answered from the store and the upstream is asked again, up to max_rounds;
+ * the client sees only its own calls, and what the upstream really had is recorded before the
+ * client sees the answer.
+ */
+export class RecallLoop {
+  /** Items of the answered rounds, appended to the next upstream request. */
+  readonly extra: Json[] = []
+  /** The parts the client sees, over every round. */
+  readonly visible: Part[] = []
+  readonly #hidden: Json[] = []
+  usage: unknown
+  /** The last round was a recall (the answer ends there). */
+  recalled = false
+
+  constructor(
+    private readonly turn: Turn,
+    private readonly meter: Meter,
+  ) {}
+
+  readonly isRecall = (name: string): boolean =>
+    this.turn.recall !== null && name === this.turn.recall.name
+
+  /** 'untouched': nothing recalled, the answer goes as it came; 'again': ask again; 'done'. */
+  async step(round: number, end: RoundEnd): Promise<'untouched' | 'again' | 'done'> {
+    const { turn, meter } = this
+    meter.usage = sumUsage(meter.usage, end.usage)
+    meter.timings = sumUsage(meter.timings, end.timings)
+    const recalls = end.parts.flatMap((part) =>
+      part.call && this.isRecall(part.call.function.name) ? [part.call] : [],
+    )
+    if (round === 0 && recalls.length === 0) return 'untouched'
+    this.usage = sumUsage(this.usage, end.usage)
+    const shown = end.parts.filter((part) => !part.call || !this.isRecall(part.call.function.name))
+    this.visible.push(...shown)
+    const said = turn.door.assistantItems(end.parts)
+    this.recalled = recalls.length > 0
+    if (recalls.length > 0) {
+      meter.recalls += recalls.length
+      const claims = recalls.map((call, k) =>
+        shortHash(
+          `${turn.place.index}\u0000${turn.place.previous}\u0000${round}\u0000${k}\u0000${call.id}`,
+        ),
+      )
+      const replies = await answerRecalls(
+        recalls,
+        claims,
+        turn.session.ensure(),
+        turn.store,
+        turn.rules,
+      )
+      const answered = turn.door.replyItems(replies)
+      this.#hidden.push(...said, ...answered)
+      turn.log.info('recall-answered', {
+        calls: recalls.length,
+        round: round + 1,
+        door: turn.door.name,
+      })
+      const lastRound = round + 1 >= (turn.recall?.maxRounds ?? 1)
+      if (!shown.some((part) => part.call) && !lastRound) {
+        this.extra.push(...said, ...answered)
+        return 'again'
+      }
+    } else this.#hidden.push(...said)
+    const visibleItems = turn.door.assistantItems(this.visible)
+    await recordAnswer(turn.door, turn.place, visibleItems, this.#hidden, turn.session, turn.store)
+    return 'done'
+  }
+}
+
+/** What goes back to the client: the upstream's status, headers and body. */
+export interface Answer {
+  readonly status: number
+  readonly headers: Record<string, string | string[]>
+  readonly body: string
+}
+
+/** A whole (non-streaming) answer through the recall loop. */
+export async function completeAnswer(turn: Turn, meter: Meter): Promise<Answer> {
+  const loop = new RecallLoop(turn, meter)
+  for (let round = 0; ; round++) {
+    const response = await send(turn, loop.extra)
+    const raw = await response.body.text()
+    const answer = { status: response.status, headers: response.headers, body: raw }
+    const json = response.status === 200 ? parseAnswer(raw) : undefined
+    const end = json === undefined ? undefined : turn.door.readAnswer(json)
+    if (!end) return answer // not ours to read: as it came
+    const step = await loop.step(round, end)
+    if (step === 'untouched') return answer // the common case: untouched bytes
+    if (step === 'again') continue
+    const body = turn.door.clientAnswer(json as Json, loop.visible, loop.recalled, loop.usage)
+    return { ...answer, body: JSON.stringify(body) }
+  }
+}
+
+/**
+ * A streamed answer through the recall loop, as SSE text in the door's grammar, from the first
+ * upstream response (a 200). An upstream failure mid-way becomes the door's error event.
+ */
+export async function* streamAnswer(
+  turn: Turn,
+  first: UpstreamResponse,
+  meter: Meter,
+): AsyncGenerator<string> {
+  const loop = new RecallLoop(turn, meter)
+  const stream = turn.door.openStream(turn.request, loop.isRecall)
+  let response = first
+  try {
+    for (let round = 0; ; round++) {
+      for await (const event of decodeSse(response.body)) {
+        const { out, stop } = stream.take(event)
+        yield* out
+        if (stop) {
+          meter.failed = true // the upstream's own error event, as it came
+          return
+        }
+      }
+      const end = stream.endRound()
+      yield* end.out ?? []
+      const step = await loop.step(round, end)
+      if (step === 'untouched') return yield* end.held
+      if (step === 'done') return yield* stream.close(loop.visible, loop.usage)
+      response = await send(turn, loop.extra)
+      if (response.status !== 200) {
+        const detail = (await response.body.text()).slice(0, 500)
+        throw new LembasError(
+          'upstream_bad_response',
+          `upstream answered ${response.status} after a recall: ${detail}`,
+        )
+      }
+    }
+  } catch (error) {
+    if (turn.signal.aborted) return
+    meter.failed = true
+    const mapped = error instanceof LembasError ? error : turn.upstream.mapError(error, turn.signal)
+    const kind = mapped instanceof LembasError ? mapped.kind : 'upstream_bad_response'
+    const message = mapped instanceof Error ? mapped.message : 'the upstream stream failed'
+    turn.log.warn('stream-failed', { kind, message, door: turn.door.name })
+    yield stream.error(kind, message)
+  }
+}

@@ -1,0 +1,266 @@
+import { DedupeTable, type ContextRules } from '../context/index.js'
+import { toolMessageKey } from '../session/fingerprints.js'
+import { claimOwnership, listSession, type Continuity, type SessionRef } from '../session/find.js'
+import { keys, parseRecord, type ToolRecord } from '../session/records.js'
+import { compactionTables, recordHead, summaryKey, withTable } from '../session/tables.js'
+import type { Store } from '../store/store.js'
+import type { Profile } from '../tools/index.js'
+import type { Workspace } from '../workspace/index.js'
+import type { ChatMessage, ToolCall, ToolDefinition } from '../wire/chat.js'
+import { addShown, renderFresh, type CallIdRecord, type Fresh } from './fresh.js'
+
+export interface HistoryDeps {
+  readonly store: Store
+  readonly workspace?: Workspace | undefined
+  readonly rules: ContextRules
+  readonly profile: Profile
+}
+
+export interface HistoryStats {
+  newResults: number
+  stubs: number
+  /** New results rendered as a stub of an earlier one (same file range, same listing). */
+  dedupes: number
+  /** New results whose rendering was cut to the cap. */
+  caps: number
+  /** Sum over new results of (tool text − rendering) in UTF-16 units, when positive. */
+  charsSaved: number
+  restoredExchanges: number
+  /** Summaries that carry the table of files read before them. */
+  compactions: number
+}
+
+/**
+ * What the rebuild knows at a point of a history: enough to go on from there with only the
+ * messages a later request appends (see splice.ts).
+ */
+export interface HistoryState {
+  readonly table: DedupeTable
+  readonly views: ReadonlyMap<string, { readonly sha256: string }>
+  readonly lastToolKey: string | undefined
+  /** The tool calls of the last assistant message: a later tool message may answer one. */
+  readonly calls: ReadonlyMap<string, ToolCall>
+  /** How often each tool message (call id and content) came so far: look-alikes by place. */
+  readonly seen: ReadonlyMap<string, number>
+}
+
+export interface Rebuilt {
+  /** The view's messages, tool results rendered and summaries with their tables. */
+  readonly messages: ChatMessage[]
+  readonly stats: HistoryStats
+  /** The state after the last message, and before `snapshotAt` when asked. */
+  readonly state: HistoryState
+  readonly snapshot?: HistoryState | undefined
+  /** The values of the caller's `extraKeys`, read in the request's one batched read. */
+  readonly extra: readonly (string | undefined)[]
+}
+
+/** Tool messages by place: the n-th look-alike (same call id, same content) has its own key. */
+export function toolKeys(
+  messages: readonly ChatMessage[],
+  start: HistoryState | undefined,
+  snapshotAt?: number,
+): { keys: (string | undefined)[]; seen: Map<string, number>; snapshot?: Map<string, number> } {
+  const seen = new Map(start?.seen ?? [])
+  let snapshot: Map<string, number> | undefined
+  const out = messages.map((message, index) => {
+    if (index === snapshotAt) snapshot = new Map(seen)
+    if (message.role !== 'tool') return undefined
+    const base = toolMessageKey(message)
+    const n = seen.get(base) ?? 0
+    seen.set(base, n + 1)
+    return n === 0 ? base : toolMessageKey({ ...message, tool_call_id: `${n}\u0000${base}` })
+  })
+  if (snapshotAt === messages.length) snapshot = new Map(seen)
+  return { keys: out, seen, snapshot }
+}
+
+export interface RebuildInput {
+  readonly messages: readonly ChatMessage[]
+  /** From toolKeys. */
+  readonly keys: ReturnType<typeof toolKeys>
+  readonly definitions: readonly ToolDefinition[]
+  readonly session: SessionRef
+  readonly continuity: Continuity
+  /** The state the messages go on from (the fast path). */
+  readonly start?: HistoryState | undefined
+  /** Where to take a snapshot of the state (a view index): the fast path's next start. */
+  readonly snapshotAt?: number | undefined
+  /** More keys of the session's scope for the request's one batched read. */
+  readonly extraKeys: readonly string[]
+}
+
+/**
+ * Renders the view's tool messages. Known ones come back from the store byte for byte; new ones
+ * get ids and renderings, written before the request is forwarded. The dedupe table is only
+ * what this request carries.
+ */
+export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Promise<Rebuilt> {
+  const { messages, session } = input
+  const tools: Fresh[] = []
+  messages.forEach((message, index) => {
+    const key = input.keys.keys[index]
+    if (key !== undefined) tools.push({ index, message, key })
+  })
+  let records = await readRecords(session.scope, tools, input.extraKeys, deps.store)
+  const fresh = tools.filter((slot) => !records.tools.has(slot.key))
+  if (
+    fresh.length > 0 &&
+    (await claimOwnership(
+      session,
+      fresh.map((slot) => slot.key),
+      deps.store,
+    ))
+  ) {
+    // Another replica created this session first: its records are the ones to use.
+    records = await readRecords(session.scope, tools, input.extraKeys, deps.store)
+  }
+  const stillFresh = tools.filter((slot) => !records.tools.has(slot.key))
+  const savings = { dedupes: 0, caps: 0, charsSaved: 0 }
+  if (stillFresh.length > 0) {
+    const written = await renderFresh(
+      { ...input, tools, fresh: stillFresh, known: records.tools, callIds: records.callIds },
+      deps,
+      savings,
+    )
+    for (const [key, record] of written) records.tools.set(key, record)
+  }
+  const scope = session.scope
+  const tables =
+    scope === undefined
+      ? new Map<number, string>()
+      : await compactionTables(messages, input.continuity.summaries, scope, deps.store, deps.rules)
+  const rebuilt = assemble(input, records.tools, tables, records.extra)
+  Object.assign(rebuilt.stats, savings, { newResults: stillFresh.length })
+  if (scope !== undefined)
+    await rememberSession(input, tools, scope, stillFresh.length > 0, deps.store)
+  return rebuilt
+}
+
+/** Heads we wrote, so an unchanged request writes nothing. Bounded: it is only a saving. */
+const writtenHeads = new Map<string, string>()
+
+/**
+ * Keeps what a later compaction needs: the request's last tool message (the head), the owner of
+ * each summary, and, for a new implicit session, its place in the tenant's list.
+ */
+async function rememberSession(
+  input: RebuildInput,
+  tools: readonly Fresh[],
+  scope: string,
+  hadFresh: boolean,
+  store: Store,
+): Promise<void> {
+  const { session, continuity, messages } = input
+  const last = tools.at(-1)
+  if (last && writtenHeads.get(scope) !== last.key) {
+    await recordHead(scope, { key: last.key, at: continuity.now }, store)
+    if (writtenHeads.size > 10_000) writtenHeads.clear()
+    writtenHeads.set(scope, last.key)
+  }
+  if (session.identity.explicit) return
+  if (continuity.summaries.length > 0) {
+    const owners = continuity.summaries.map(
+      (index) => [keys.ownerOfSummary(summaryKey(messages[index]!)), scope] as const,
+    )
+    await store.putIfAbsent(session.identity.tenant, owners)
+  }
+  if (hadFresh) await listSession(session.identity, scope, continuity.systemKey, store)
+}
+
+interface Records {
+  tools: Map<string, ToolRecord>
+  callIds: Map<string, CallIdRecord>
+  extra: (string | undefined)[]
+}
+
+/** One batched read of everything the request's messages may have in the store. */
+async function readRecords(
+  scope: string | undefined,
+  tools: readonly Fresh[],
+  extraKeys: readonly string[],
+  store: Store,
+): Promise<Records> {
+  const records: Records = { tools: new Map(), callIds: new Map(), extra: [] }
+  if (scope === undefined || tools.length + extraKeys.length === 0) return records
+  const callIds = tools.map((slot) => slot.message.tool_call_id ?? '')
+  const values = await store.get(scope, [
+    ...tools.map((slot) => keys.tool(slot.key)),
+    ...callIds.map(keys.callId),
+    ...extraKeys,
+  ])
+  tools.forEach((slot, i) => {
+    const record = parseRecord<ToolRecord>(values[i])
+    if (record) records.tools.set(slot.key, record)
+  })
+  callIds.forEach((id, i) => {
+    const record = parseRecord<CallIdRecord>(values[tools.length + i])
+    if (record) records.callIds.set(id, record)
+  })
+  records.extra = values.slice(tools.length * 2)
+  return records
+}
+
+/** The view with every tool message as first rendered, and the state at its end. */
+function assemble(
+  input: RebuildInput,
+  toolRecords: ReadonlyMap<string, ToolRecord>,
+  tables: ReadonlyMap<number, string>,
+  extra: readonly (string | undefined)[],
+): Rebuilt {
+  const { messages, start } = input
+  const stats: HistoryStats = {
+    newResults: 0,
+    stubs: 0,
+    dedupes: 0,
+    caps: 0,
+    charsSaved: 0,
+    restoredExchanges: 0,
+    compactions: 0,
+  }
+  const table = start?.table.clone() ?? new DedupeTable()
+  const views = new Map(start?.views ?? [])
+  let lastToolKey = start?.lastToolKey
+  let calls: ReadonlyMap<string, ToolCall> = start?.calls ?? new Map()
+  let snapshot: HistoryState | undefined
+  const stateNow = (seen: ReadonlyMap<string, number>, copy: boolean): HistoryState => ({
+    table: copy ? table.clone() : table,
+    views: copy ? new Map(views) : views,
+    lastToolKey,
+    calls,
+    seen,
+  })
+  const out = messages.map((message, index) => {
+    if (index === input.snapshotAt && input.keys.snapshot)
+      snapshot = stateNow(input.keys.snapshot, true)
+    // Calls of consecutive answers (one Responses item per call) are answered together.
+    if (message.tool_calls?.length)
+      calls = callsById(
+        message.tool_calls,
+        messages[index - 1]?.role === 'assistant' ? calls : undefined,
+      )
+    const summaryTable = tables.get(index)
+    if (summaryTable !== undefined) stats.compactions++
+    const after = (rendered: ChatMessage) =>
+      summaryTable === undefined ? rendered : withTable(rendered, summaryTable)
+    const key = input.keys.keys[index]
+    if (key === undefined) return after(message)
+    lastToolKey = key
+    const record = toolRecords.get(key)
+    if (!record) throw new Error('a tool message was left without a rendering')
+    for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
+    const shown = addShown(table, record)
+    if (shown.stub) stats.stubs++
+    return after({ ...message, content: shown.content })
+  })
+  const state = stateNow(input.keys.seen, false)
+  if (input.snapshotAt === messages.length) snapshot = state
+  return { messages: out, stats, state, snapshot, extra }
+}
+
+function callsById(
+  list: readonly ToolCall[],
+  before: ReadonlyMap<string, ToolCall> | undefined,
+): Map<string, ToolCall> {
+  return new Map([...(before ?? []), ...list.map((call) => [call.id, call] as const)])
+}

@@ -1,0 +1,127 @@
+import type { Door, Json } from '../doors/door.js'
+import type { Store } from '../store/store.js'
+import type { SessionRef } from './find.js'
+import { shortHash } from './identity.js'
+import { keys, type HiddenRecord } from './records.js'
+
+/**
+ * Where an answer stands: the number of items before it in the client's history and the item
+ * just before it. Two answers that look alike (the same "Seen." after the same "show") at other
+ * places are other answers: their hidden exchanges never mix.
+ */
+export interface AnswerPlace {
+  readonly index: number
+  readonly previous: string
+}
+
+/** An item of the request that may be a model's answer, and its key by place. */
+export interface Placed {
+  /** Index in the items being shaped. */
+  readonly at: number
+  readonly key: string
+  /** Its call ids can name a session (a text reply is too common to). */
+  readonly named: boolean
+}
+
+export function placeKey(place: AnswerPlace, text: string): string {
+  return shortHash(`${place.index}\u0000${place.previous}\u0000${text}`)
+}
+
+/** How an item is matched when it comes back: an answer by its text and calls, else its digest. */
+function matchDigest(door: Door, item: Json): string {
+  return door.answerDigest(item)?.text ?? door.itemDigest(item)
+}
+
+/**
+ * The items that may be answers, keyed by place. `base` items and the digest of the last of
+ * them come before `items` (the fast path goes on from there).
+ */
+export function placeAnswers(
+  door: Door,
+  items: readonly Json[],
+  base: number,
+  previous: string,
+): { placed: Placed[]; last: string } {
+  const placed: Placed[] = []
+  let before = previous
+  items.forEach((item, at) => {
+    const digest = door.answerDigest(item)
+    if (digest)
+      placed.push({
+        at,
+        key: placeKey({ index: base + at, previous: before }, digest.text),
+        named: digest.named,
+      })
+    before = door.itemDigest(item)
+  })
+  return { placed, last: before }
+}
+
+/**
+ * Puts back, in place of each answer the client got from a recall exchange, what the upstream
+ * had there. `found` are the hidden records of `placed`, in order. Restored items that the API
+ * wants joined with the client's next item (Messages: one user turn) are joined.
+ */
+export function restoreAnswers(
+  door: Door,
+  client: readonly Json[],
+  written: readonly Json[],
+  placed: readonly Placed[],
+  found: readonly (string | undefined)[],
+): { items: Json[][]; restored: number } {
+  const records = new Map<number, HiddenRecord>()
+  placed.forEach((place, i) => {
+    const value = found[i]
+    if (value !== undefined) records.set(place.at, JSON.parse(value) as HiddenRecord)
+  })
+  // Per client item, what goes upstream for it (empty when joined into the one before).
+  const out: Json[][] = written.map((item) => [item])
+  let restored = 0
+  for (let i = 0; i < client.length; i++) {
+    const record = records.get(i)
+    const visible = record?.visible ?? []
+    if (
+      !record ||
+      !visible.every((d, k) => client[i + k] && matchDigest(door, client[i + k]!) === d)
+    )
+      continue
+    out[i] = [...record.items]
+    for (let k = 1; k < visible.length; k++) out[i + k] = []
+    restored++
+    i += visible.length - 1
+    const next = written[i + 1]
+    const last = out[i - visible.length + 1]!.at(-1)
+    const joined = next && last && door.join?.(last, next)
+    if (joined) {
+      out[i - visible.length + 1]!.splice(-1, 1, joined)
+      out[i + 1] = []
+    }
+  }
+  return { items: out, restored }
+}
+
+/**
+ * Records what the upstream had where the client gets `visible`, before the client sees it,
+ * so the next request puts it back byte for byte; an answer with calls names the session.
+ */
+export async function recordAnswer(
+  door: Door,
+  place: AnswerPlace,
+  visible: readonly Json[],
+  upstream: readonly Json[],
+  session: SessionRef,
+  store: Store,
+): Promise<void> {
+  const head = visible[0]
+  const digest = head && door.answerDigest(head)
+  if (!digest) return
+  const key = placeKey(place, digest.text)
+  const scope = session.ensure()
+  const record: HiddenRecord = {
+    visible: visible.map((item) => matchDigest(door, item)),
+    items: upstream,
+  }
+  await store.putIfAbsent(scope, [[keys.hidden(key), JSON.stringify(record)]])
+  if (!session.identity.explicit && digest.named)
+    await store.putIfAbsent(session.identity.tenant, [[keys.ownerOfAnswer(key), scope]])
+}
