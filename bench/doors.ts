@@ -36,6 +36,8 @@ export interface DoorsContext {
   iterations: number | undefined
   /** Tags the proxies' log lines with the part of the run they belong to. */
   setLabel(label: string): void
+  /** Notes the proxies' log lines; the function returned waits until each has `count` more. */
+  mark?: () => (count: number) => Promise<void>
   log(message: string): void
 }
 
@@ -143,8 +145,10 @@ async function alternateDoors(
     })
     // Each session's first request, unmeasured: afterwards lembas knows the whole history.
     ctx.setLabel(`${label}:prime`)
+    const settled = ctx.mark?.()
     for (const s of sessions)
       for (const target of targets) if (target.stateful) await hit(s, target, s.session.base())
+    await settled?.(sessions.length)
     ctx.setLabel(label)
     for (let k = 0; k < size.sessionSteps && iteration < iterations; k++, iteration++) {
       const bodies = sessions.map((s) => {
@@ -224,8 +228,8 @@ export async function doorsPhase(
 export interface LogEvent {
   label: string
   event: string
-  /** The line's `format` field: absent on the chat door, `anthropic` on the Messages door. */
-  format: string | undefined
+  /** The line's `door` field (before src/doors: `format`, absent on chat, `anthropic`). */
+  door: string | undefined
   newResults: number
 }
 
@@ -236,12 +240,12 @@ export interface DoorLog {
   from: string
 }
 
-const doorOfFormat = (format: string | undefined): Door | undefined =>
-  format === undefined || format === 'chat'
+const doorOf = (name: string | undefined): Door | undefined =>
+  name === undefined || name === 'chat'
     ? 'chat'
-    : format === 'anthropic' || format === 'messages'
+    : name === 'anthropic' || name === 'messages'
       ? 'messages'
-      : format === 'responses'
+      : name === 'responses'
         ? 'responses'
         : undefined
 
@@ -249,9 +253,9 @@ const doorOfFormat = (format: string | undefined): Door | undefined =>
 export function doorLogs(events: readonly LogEvent[], label: string) {
   const out: Partial<Record<Door, DoorLog>> = {}
   for (const door of DOORS) {
-    const mine = events.filter((e) => e.label === label && doorOfFormat(e.format) === door)
+    const mine = events.filter((e) => e.label === label && doorOf(e.door) === door)
     const requests = mine.filter((e) => e.event === 'request')
-    // At --log-level debug the Responses door's `rebuilt` line says what its `request` line would.
+    // Before src/doors, the Responses door's `rebuilt` line (debug) stood for a `request` line.
     const used = requests.length > 0 ? requests : mine.filter((e) => e.event === 'rebuilt')
     if (used.length === 0) continue
     out[door] = {
@@ -330,7 +334,7 @@ export function doorsTables(phases: readonly DoorsPhase[], table: Table): string
     for (const [name, byDoor] of Object.entries(phase.lembas ?? {})) {
       const parts = phase.doors.map((door) => {
         const l = byDoor[door]
-        if (!l) return `${door} n/a (no log line; --log-level debug shows the Responses door's)`
+        if (!l) return `${door} n/a (not logged at this --log-level)`
         return `${door} ${l.newResultsPerRequest}${l.from === 'request' ? '' : ` (${l.from} lines)`}`
       })
       out.push(`  ${name}: new results/request: ${parts.join(', ')}`)

@@ -70,7 +70,8 @@ const LEMBAS = (name: string) => name.startsWith('lembas-')
 const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run bench -- [options])
 
   --only LIST          proxies to run besides direct: ${PROXIES.join(',')} (default: all)
-  --sizes LIST         body sizes: ${Object.keys(SIZES).join(',')} (default: all)
+  --sizes LIST         body sizes: ${Object.keys(SIZES).join(',')} (default: all; the doors
+                       phases: 10kb,1mb unless --sizes is given)
   --phases LIST        ${PHASES.join(',')} (default: all)
   --doors LIST         front doors of the doors phases: ${DOORS.join(',')} (default: all)
   --iterations N       measured iterations per size, overriding 200/60/20 (streaming: half)
@@ -133,6 +134,9 @@ function options() {
   return {
     proxies: list(values.only, PROXIES, 'only'),
     sizes: list(values.sizes, Object.keys(SIZES), 'sizes'),
+    // Each request of the Messages and Responses doors takes the full path today: at 8 MB that
+    // is most of a second, so the doors phases take 8 MB only when asked to.
+    doorSizes: list(values.sizes ?? '10kb,1mb', Object.keys(SIZES), 'sizes'),
     phases: new Set(list(values.phases, PHASES, 'phases')),
     doors: list(values.doors, DOORS, 'doors') as (typeof DOORS)[number][],
     iterations:
@@ -267,12 +271,14 @@ async function startProxy(env: Env, name: string, tag = ''): Promise<Server> {
       ready: /lembas-proxy listening on (http:\/\/\S+) ->/,
     })
     child.onStderrLine((line) => {
-      // Every door's `request` line; the Responses door logs only `rebuilt` (at debug level).
+      // Every door's `request` line; before src/doors, the Responses door logged only `rebuilt`
+      // (at debug level), and the doors were told by `format` rather than `door`.
       const responses = line.includes('"event":"rebuilt"') && line.includes('"format":"responses"')
       if (!line.includes('"event":"request"') && !responses) return
       try {
         const event = JSON.parse(line) as {
           event: string
+          door?: string
           format?: string
           newResults?: number
           stubs?: number
@@ -281,7 +287,7 @@ async function startProxy(env: Env, name: string, tag = ''): Promise<Server> {
         server.events.push({
           label: env.label,
           event: event.event,
-          format: event.format,
+          door: event.door ?? event.format,
           newResults: event.newResults ?? NaN,
           stubs: event.stubs ?? NaN,
           rebuildMs: event.rebuild_ms ?? NaN,
@@ -413,7 +419,9 @@ async function alternating(
     const name = `bench-${label}-${size.name}-${stream ? 's' : 'n'}-${s}`
     // The session's first request, unmeasured: afterwards lembas knows the whole history.
     env.label = `${label}:prime`
+    const settled = logMark(env, servers)
     for (const target of targets) if (target.stateful) await hit(target, name, session.base())
+    await settled(1)
     env.label = label
     await tally?.mark()
     let measured = 0
@@ -767,6 +775,23 @@ async function tsxOverhead(): Promise<{ plain: number; tsx: number }> {
     return rss
   }
   return { plain: await idle([]), tsx: await idle(tsx) }
+}
+
+/**
+ * Notes how many log lines each lembas has sent; the function returned waits (at most 1 s) until
+ * each has sent `count` more. A request's line may come after its client saw the last byte (a
+ * stream's, once the stream has ended): waiting before the label changes keeps a session's
+ * unmeasured first request out of the measured figures. No wait when lembas logs no requests.
+ */
+function logMark(env: Env, servers: Server[]): (count: number) => Promise<void> {
+  const before = new Map(servers.map((s) => [s, s.events.length]))
+  return async (count) => {
+    if (!['debug', 'info', undefined].includes(env.opts.logLevel)) return
+    const deadline = performance.now() + 1000
+    const behind = () =>
+      servers.some((s) => s.target.stateful && s.events.length < before.get(s)! + count)
+    while (behind() && performance.now() < deadline) await sleep(1)
+  }
 }
 
 function lembasStats(servers: Server[], label: string) {
@@ -1193,13 +1218,14 @@ async function main(): Promise<void> {
       // Portkey is left out: the doors compare lembas's front doors with the floor.
       const tested = servers.filter((s) => s.target.name !== 'portkey')
       const phases: DoorsPhase[] = (results[kind] = [])
-      for (const name of opts.sizes) {
+      for (const name of opts.doorSizes) {
         const ctx = {
           targets: tested.map((s) => s.target),
           doors: opts.doors,
           seed: opts.seed,
           iterations: opts.iterations,
           setLabel: (label: string) => (env.label = label),
+          mark: () => logMark(env, tested),
           log,
         }
         const phase = await doorsPhase(ctx, SIZES[name]!, kind === 'doors-stream')

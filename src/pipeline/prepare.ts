@@ -113,7 +113,7 @@ async function prepareWhole(
   const span = shaped.remember && arraySpan(bytes, door.arrayKey, door.holdback + 1)
   if (span && shaped.remember) {
     const { covered, ...state } = shaped.remember
-    const end = endOf(span.ends, items.length - covered, span.arrayStart + 1)
+    const end = endOf(span.ends, items.length - covered, items.length, span.arrayStart + 1)
     if (end !== undefined)
       deps.splice.remember(spliceKey(door, headers, deps.sessionSources), {
         ...state,
@@ -125,10 +125,12 @@ async function prepareWhole(
   return finish(door, request, items.length, shaped, 0, deps)
 }
 
-/** The end of the element `back` places before the last (0: the last); `none` when no element. */
-function endOf(ends: readonly number[], back: number, none: number): number | undefined {
-  if (back === 0 && ends.length === 0) return none
-  return ends[ends.length - 1 - back]
+/**
+ * Where the remembered prefix ends: after the element `back` places before the last of `count`
+ * (0: the last), or at `none` (just inside the array) when it covers none of them.
+ */
+function endOf(ends: readonly number[], back: number, count: number, none: number) {
+  return back >= count ? none : ends[ends.length - 1 - back]
 }
 
 /** The fast path; undefined when the request does not go on from a remembered one. */
@@ -181,7 +183,7 @@ async function spliced(
   )
   if (shaped.remember) {
     const { covered, ...next } = shaped.remember
-    const end = endOf(tail.ends, items.length - covered, lastEnd)
+    const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)
     if (end !== undefined)
       deps.splice.remember(key, { ...state, ...next, prefix: bytes.subarray(0, end) })
   }

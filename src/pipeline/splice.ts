@@ -39,7 +39,9 @@ export class SpliceCache {
       const end = state.prefix.length
       if (body.length <= end) continue
       const next = body[skipSpace(body, end)]
-      if (next !== 44 /* , */ && next !== 93 /* ] */) continue
+      // After an element comes a comma or the end; a prefix that holds none ends at the `[`.
+      const opens = state.prefix[end - 1] === 91 /* [ */
+      if (!opens && next !== 44 /* , */ && next !== 93 /* ] */) continue
       if (body.subarray(0, end).equals(state.prefix)) return state
     }
     return undefined

@@ -51,24 +51,35 @@ const OUTPUTS = {
 } as const
 type OutputName = keyof typeof OUTPUTS
 
-interface ToolStep {
-  kind: 'tools'
-  calls: { command: string; id: IdKind; output: OutputName; marker?: string }[]
-}
-interface RecallStep {
-  kind: 'recall'
+/** A recall call the model makes. */
+interface RecallAsk {
   /** An index into the ids the model sees (modulo their count), or an id itself. */
   target: number | string
   offset?: number
   limit?: number
   id: IdKind
 }
+/** Calls of the agent's Bash tool, with a recall beside them (first) when `recall` is set. */
+interface ToolStep {
+  kind: 'tools'
+  calls: { command: string; id: IdKind; output: OutputName; marker?: string }[]
+  recall?: RecallAsk
+}
+/** A recall alone: the proxy answers it and asks the model again. */
+interface RecallStep extends RecallAsk {
+  kind: 'recall'
+}
+/** Recalls of these ids, side by side, each in full: the end of a session. */
+interface CheckStep {
+  kind: 'check'
+  targets: string[]
+}
 interface TextStep {
   kind: 'text'
   text: string
 }
 type Step = ToolStep | RecallStep
-type Answer = Step | TextStep
+type Answer = Step | CheckStep | TextStep
 
 /** One user turn: the model's steps (tool calls, recalls), then its text reply. */
 interface Turn {
@@ -120,6 +131,13 @@ function expectedRecall(
  * proxy in a recall round), reading each request to check what the proxy shows it: every result
  * so far, once; the new ones with ids; recall answers from the right text.
  */
+/** A recall the model made: the id it asked for and the lines. */
+interface Recalled {
+  target: string
+  offset: number
+  limit: number
+}
+
 class FakeModel {
   readonly queue: Answer[] = []
   readonly problems: string[] = []
@@ -128,10 +146,8 @@ class FakeModel {
   /** The outputs of the last tool calls: what the client's tools print for them. */
   lastOutputs: string[] = []
   private expected = 0
-  private pending:
-    | { kind: 'tools'; outputs: string[] }
-    | { kind: 'recall'; target: string; offset: number; limit: number }
-    | undefined
+  /** What the model's last answer asked for: the next request ends with their results. */
+  private pending: { recalls: Recalled[]; outputs: string[] } | undefined
   private requestNumber = 0
   private answerNumber = 0
   private callNumber = 0
@@ -153,13 +169,15 @@ class FakeModel {
       )
     const pending = this.pending
     this.pending = undefined
-    if (pending?.kind === 'tools') {
-      const tail = results.slice(Math.max(0, results.length - pending.outputs.length))
+    if (pending !== undefined) {
+      const count = pending.recalls.length + pending.outputs.length
+      const tail = results.slice(Math.max(0, results.length - count))
+      for (const recall of pending.recalls) {
+        const answer = tail.shift()
+        this.checkRecall(answer, recall, where)
+        if (answer !== undefined) this.learn(answer, answer, where)
+      }
       pending.outputs.forEach((output, i) => this.learn(tail[i], output, where))
-    } else if (pending?.kind === 'recall') {
-      const answer = results.at(-1)
-      this.checkRecall(answer, pending, where)
-      if (answer !== undefined) this.learn(answer, answer, where)
     }
 
     const next = this.queue.shift()
@@ -169,37 +187,36 @@ class FakeModel {
     }
     const n = ++this.answerNumber
     if (next.kind === 'text') return this.door.respond(request, { text: next.text }, n)
-    if (next.kind === 'tools') {
-      const calls: DoorCall[] = next.calls.map((call) => ({
-        id: this.callId(call.id),
-        name: 'Bash',
-        args: { command: call.command },
-      }))
-      this.lastOutputs = next.calls.map(outputOf)
-      this.pending = { kind: 'tools', outputs: this.lastOutputs }
-      this.expected += calls.length
-      return this.door.respond(request, { calls }, n)
+    const asks: RecallAsk[] =
+      next.kind === 'recall'
+        ? [next]
+        : next.kind === 'check'
+          ? next.targets.map((target) => ({ target, id: 'unique' }))
+          : next.recall
+            ? [next.recall]
+            : []
+    const bash = next.kind === 'tools' ? next.calls : []
+    const calls: DoorCall[] = []
+    const recalls: Recalled[] = []
+    for (const ask of asks) {
+      const seen = [...new Set(results.map(idOf).filter((id) => id !== undefined))]
+      const target =
+        typeof ask.target === 'string'
+          ? ask.target
+          : (seen[ask.target % Math.max(1, seen.length)] ?? '#0001')
+      const args: Record<string, unknown> = { id: target }
+      if (ask.offset !== undefined) args.offset = ask.offset
+      if (ask.limit !== undefined) args.limit = ask.limit
+      calls.push({ id: this.callId(ask.id), name: 'recall', args })
+      recalls.push({ target, offset: ask.offset ?? 1, limit: ask.limit ?? 2000 })
     }
-    const seen = [...new Set(results.map(idOf).filter((id) => id !== undefined))]
-    const target =
-      typeof next.target === 'string'
-        ? next.target
-        : (seen[next.target % Math.max(1, seen.length)] ?? '#0001')
-    const args: Record<string, unknown> = { id: target }
-    if (next.offset !== undefined) args.offset = next.offset
-    if (next.limit !== undefined) args.limit = next.limit
-    this.pending = {
-      kind: 'recall',
-      target,
-      offset: next.offset ?? 1,
-      limit: next.limit ?? 2000,
-    }
-    this.expected += 1
-    return this.door.respond(
-      request,
-      { calls: [{ id: this.callId(next.id), name: 'recall', args }] },
-      n,
-    )
+    for (const call of bash)
+      calls.push({ id: this.callId(call.id), name: 'Bash', args: { command: call.command } })
+    const outputs = bash.map(outputOf)
+    if (outputs.length > 0) this.lastOutputs = outputs
+    this.pending = { recalls, outputs }
+    this.expected += calls.length
+    return this.door.respond(request, { calls }, n)
   }
 
   private callId(kind: IdKind): string {
@@ -220,11 +237,7 @@ class FakeModel {
     if (known === undefined) this.full.set(id, full)
   }
 
-  private checkRecall(
-    answer: string | undefined,
-    asked: { target: string; offset: number; limit: number },
-    where: string,
-  ): void {
+  private checkRecall(answer: string | undefined, asked: Recalled, where: string): void {
     const what = `recall of ${asked.target} (offset ${asked.offset}, limit ${asked.limit})`
     if (answer === undefined) {
       this.problem(`${where}: no answer to the ${what}`)
@@ -331,7 +344,8 @@ interface SessionResult {
 
 /**
  * Runs the turns through a fresh fake model and deployment, then (with `checkRecalls`) one more
- * turn per id shown to the model, recalling it in full; checks every upstream request.
+ * turn where the model recalls every id it was shown, each in full; checks every upstream
+ * request.
  */
 async function runSession(
   door: Door,
@@ -346,7 +360,11 @@ async function runSession(
   let requests = 0
   const problems = model.problems
 
-  async function turn(user: string, steps: readonly Step[], reply: string): Promise<void> {
+  async function turn(
+    user: string,
+    steps: readonly (Step | CheckStep)[],
+    reply: string,
+  ): Promise<void> {
     client.user(user)
     model.queue.push(...steps, { kind: 'text', text: reply })
     for (let step = 0; ; step++) {
@@ -359,7 +377,9 @@ async function runSession(
             problems.slice(0, 6).join('\n'),
         )
       if (answer.calls.some((call) => call.name === 'recall'))
-        problems.push(`turn ${JSON.stringify(user)}: the client saw a recall call: ${answer.raw}`)
+        problems.push(
+          `turn ${JSON.stringify(user)}: the client saw a recall call: ${clip(answer.raw, 300)}`,
+        )
       const calls = answer.calls.filter((call) => call.name !== 'recall')
       if (calls.length === 0) {
         if (answer.text !== reply)
@@ -387,8 +407,7 @@ async function runSession(
       const ids = [...model.full.keys()].sort(
         (a, b) => parseInt(a.slice(1), 16) - parseInt(b.slice(1), 16),
       )
-      for (const id of ids)
-        await turn(`check ${id}`, [{ kind: 'recall', target: id, id: 'unique' }], `Checked ${id}.`)
+      if (ids.length > 0) await turn('check', [{ kind: 'check', targets: ids }], 'Checked.')
     }
   } finally {
     await deployment.close()
@@ -404,12 +423,11 @@ async function runSession(
       if (ids[k] === undefined)
         problems.push(`${where}: tool result ${k + 1} has no id bracket: ${clip(text)}`)
     })
-    const seen = new Set<string>()
-    for (const id of ids) {
-      if (id === undefined) continue
-      if (seen.has(id)) problems.push(`${where}: two tool results share ${id}: ${ids.join(' ')}`)
-      seen.add(id)
-    }
+    const shared = ids.filter((id, k) => id !== undefined && ids.indexOf(id) !== k)
+    if (shared.length > 0)
+      problems.push(
+        `${where}: tool results share ${[...new Set(shared)].join(', ')}: ${ids.join(' ')}`,
+      )
     if (i > 0 && door.fixedParts(request) !== door.fixedParts(sent[i - 1]!))
       problems.push(`${where} changes the system prompt or the tools`)
   })
@@ -431,25 +449,36 @@ function assertClean(result: SessionResult): void {
 
 const idKind = fc.constantFrom<IdKind>('call_0', '', 'unique')
 
-const toolStep: fc.Arbitrary<ToolStep> = fc.record({
-  kind: fc.constant('tools' as const),
-  calls: fc.array(
-    fc.record({
-      command: fc.constantFrom('git status --short', 'ls src'),
-      id: idKind,
-      output: fc.constantFrom<OutputName>('status', 'empty', 'log60', 'log450'),
-    }),
-    { minLength: 1, maxLength: 2 },
-  ),
-})
-
-const recallStep: fc.Arbitrary<RecallStep> = fc
+const recallAsk: fc.Arbitrary<RecallAsk> = fc
   .record({
     target: fc.nat({ max: 5 }),
     window: fc.constantFrom({}, { offset: 1, limit: 2 }, { offset: 40, limit: 2 }),
     id: idKind,
   })
-  .map(({ target, window, id }) => ({ kind: 'recall' as const, target, ...window, id }))
+  .map(({ target, window, id }) => ({ target, ...window, id }))
+
+const toolStep: fc.Arbitrary<ToolStep> = fc
+  .record({
+    calls: fc.array(
+      fc.record({
+        command: fc.constantFrom('git status --short', 'ls src'),
+        id: idKind,
+        output: fc.constantFrom<OutputName>('status', 'empty', 'log60', 'log450'),
+      }),
+      { minLength: 1, maxLength: 2 },
+    ),
+    // One step in four also calls recall, beside the agent's tool.
+    recall: fc.oneof(
+      { arbitrary: fc.constant(undefined), weight: 3 },
+      { arbitrary: recallAsk, weight: 1 },
+    ),
+  })
+  .map(({ calls, recall }) => ({ kind: 'tools' as const, calls, ...(recall ? { recall } : {}) }))
+
+const recallStep: fc.Arbitrary<RecallStep> = recallAsk.map((ask) => ({
+  kind: 'recall' as const,
+  ...ask,
+}))
 
 const lookAlikeTurn: fc.Arbitrary<Turn> = fc.record({
   user: fc.constantFrom('show', 'again'),
@@ -474,13 +503,14 @@ function distinct(turns: readonly Turn[]): Turn[] {
         ? {
             kind: 'tools',
             calls: step.calls.map((c) => ({ ...c, id: 'unique', marker: `# call ${++call}` })),
+            ...(step.recall ? { recall: { ...step.recall, id: 'unique' } } : {}),
           }
         : { ...step, id: 'unique' },
     ),
   }))
 }
 
-const RUNS = 12
+const RUNS = 15
 
 function property<T>(arbitrary: fc.Arbitrary<T>, predicate: (value: T) => Promise<void>) {
   return fc.assert(fc.asyncProperty(arbitrary, predicate), {
@@ -488,8 +518,31 @@ function property<T>(arbitrary: fc.Arbitrary<T>, predicate: (value: T) => Promis
     // The problems found go in the failure message (node:test does not print an error's cause).
     includeErrorInReport: true,
     // Shrinking a failure re-runs whole sessions: keep the file's time bounded.
-    plugins: [fc.interruptAfterTimeLimit(8_000)],
+    plugins: [fc.interruptAfterTimeLimit(5_000)],
   })
+}
+
+/** Where a session runs: one proxy, one restarted before request `at`, or two replicas. */
+type Place = { kind: 'one proxy' } | { kind: 'restart'; at: number } | { kind: 'two replicas' }
+
+const place: fc.Arbitrary<Place> = fc.oneof(
+  fc.constant({ kind: 'one proxy' as const }),
+  fc.record({ kind: fc.constant('restart' as const), at: fc.integer({ min: 1, max: 12 }) }),
+  fc.constant({ kind: 'two replicas' as const }),
+)
+
+let redis: TestRedis | undefined
+before(async () => {
+  redis = await startRedis()
+})
+after(async () => {
+  await redis?.stop()
+})
+
+function deployAt(where: Place): Deploy {
+  if (where.kind === 'restart') return restarting(where.at)
+  if (where.kind === 'two replicas') return replicas(() => redis!.url)
+  return single
 }
 
 // ── The two cases from the issue, exactly ──
@@ -561,10 +614,19 @@ for (const door of DOORS) {
         assertClean(result)
       })
 
-      test('property: sessions without look-alikes (the harness control)', async () => {
-        await property(lookAlikeSession.map(distinct), async (turns) => {
-          assertClean(await runSession(door, turns, { stream, deploy: single, checkRecalls: true }))
-        })
+      test('property (the harness control): sessions without look-alikes, anywhere', async () => {
+        await property(
+          fc.record({ turns: lookAlikeSession.map(distinct), where: place }),
+          async ({ turns, where }) => {
+            assertClean(
+              await runSession(door, turns, {
+                stream,
+                deploy: deployAt(where),
+                checkRecalls: true,
+              }),
+            )
+          },
+        )
       })
 
       test('property: look-alike turns, reused and empty call ids, identical outputs', async () => {
@@ -577,16 +639,8 @@ for (const door of DOORS) {
 }
 
 describe('identity by place across a restart and across replicas', () => {
-  let redis: TestRedis
-  before(async () => {
-    redis = await startRedis()
-  })
-  after(async () => {
-    await redis.stop()
-  })
-
   for (const door of DOORS) {
-    test(`${door.name}: a proxy restarted on the same SQLite file mid-session`, async () => {
+    test(`${door.name}: look-alike sessions, the proxy restarted on the same SQLite file mid-session`, async () => {
       await property(
         fc.record({
           turns: lookAlikeSession,
@@ -601,14 +655,14 @@ describe('identity by place across a restart and across replicas', () => {
       )
     })
 
-    test(`${door.name}: two proxies on one Redis taking requests in turn`, async () => {
+    test(`${door.name}: look-alike sessions, two proxies on one Redis taking requests in turn`, async () => {
       await property(
         fc.record({ turns: lookAlikeSession, stream: fc.boolean() }),
         async ({ turns, stream }) => {
           assertClean(
             await runSession(door, turns, {
               stream,
-              deploy: replicas(() => redis.url),
+              deploy: replicas(() => redis!.url),
               checkRecalls: true,
             }),
           )

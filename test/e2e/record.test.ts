@@ -142,7 +142,7 @@ describe('lembas-proxy --record DIR', () => {
       .map((line) => JSON.parse(line))
     assert.equal(lines.length, 2)
     for (const line of lines) {
-      assert.deepEqual(Object.keys(line), ['at', 'session', 'received', 'sent'])
+      assert.deepEqual(Object.keys(line), ['at', 'door', 'session', 'received', 'sent'])
       assert.ok(!Number.isNaN(Date.parse(line.at)))
       assert.equal(typeof line.session, 'string')
       assert.equal(line.received.api_key, REDACTED)
@@ -194,7 +194,12 @@ describe('the recorder', () => {
         received: '{"authorization":"Bearer x","n":1}',
         sent: '{\n"n":2}',
       })
-      recorder.record({ door: 'chat', session: undefined, received: 'not json, "api_key": "k1"', sent: '{}' })
+      recorder.record({
+        door: 'chat',
+        session: undefined,
+        received: 'not json, "api_key": "k1"',
+        sent: '{}',
+      })
       await recorder.close()
       recorder.record({ door: 'messages', session: 's', received: '{}', sent: '{}' })
       await recorder.close()

@@ -155,7 +155,7 @@ describe('stats and metrics', () => {
       'lembas_upstream_cached_tokens_total',
     ])
       assert.ok(text.includes(name), `missing ${name}`)
-    assert.match(text, /^lembas_requests_total\{stream="false",status="200"\} 6$/m)
+    assert.match(text, /^lembas_requests_total\{stream="false",status="200",door="chat"\} 6$/m)
     assert.match(text, /^lembas_dedupes_total 2$/m)
   })
 

@@ -4,6 +4,7 @@ import { loadLoop, loadPromptBlock } from '../../src/config/loop.js'
 import { pipelineSettings } from '../../src/config/pipeline.js'
 import { SpliceCache } from '../../src/pipeline/splice.js'
 import { createApp } from '../../src/http/app.js'
+import type { Recorder } from '../../src/pipeline/handle.js'
 import { silentLogger, type Logger } from '../../src/log.js'
 import type { StatsCollector } from '../../src/stats/index.js'
 import { timedStore } from '../../src/stats/store.js'
@@ -33,6 +34,8 @@ export async function startProxy(options: {
   /** Serves GET /stats and GET /metrics, and times the store. */
   stats?: StatsCollector
   authSecret?: string
+  /** Sees each shaped request (`--record`). */
+  recorder?: Recorder
 }): Promise<TestProxy> {
   const upstream = createUpstream({
     baseUrl: options.upstreamUrl,
@@ -43,6 +46,7 @@ export async function startProxy(options: {
     ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
     store: options.stats ? timedStore(options.store, options.stats) : options.store,
     stats: options.stats,
+    recorder: options.recorder,
     upstream,
     workspace: options.workspace,
     log: options.log ?? silentLogger,
