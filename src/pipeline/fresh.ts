@@ -16,7 +16,7 @@ import {
   type ToolCall,
   type ToolDefinition,
 } from '../wire/chat.js'
-import { resultFacts, type FileViews } from './facts.js'
+import { resultFacts, type Facts, type FileViews } from './facts.js'
 import type { HistoryDeps, HistoryState, HistoryStats } from './rebuild.js'
 
 /** A tool message of the request: its place in the view and its key. */
@@ -66,70 +66,26 @@ export async function renderFresh(
   )
   let nextClaimed = 0
   const numbers = fresh.map((slot) => rewrites.get(slot.key)?.n ?? claimed[nextClaimed++]!)
-  const calls = new Map([...(start?.calls ?? []), ...toolCallsById(input.messages)])
-  const definitions = new Map(
-    input.definitions.flatMap((tool) => (tool.function?.name ? [[tool.function.name, tool]] : [])),
-  )
   const freshAt = new Map(fresh.map((slot, i) => [slot.index, i]))
-  let previousKey = start?.lastToolKey
-
-  const table = start?.table.clone() ?? new DedupeTable()
-  // Views hold a file's content as the request last showed it.
-  const views = new Map<string, { sha256: string; content?: string }>(start?.views ?? [])
-  const fileViews: FileViews = {
-    async content(absPath) {
-      const view = views.get(absPath)
-      if (!view) return undefined
-      if (view.content !== undefined) return view.content
-      const [stored] = await deps.store.get(scope, [keys.file(view.sha256)])
-      return stored
-    },
-  }
+  const order = new InOrder(input, deps, scope)
   const rendered = new Map<string, ToolRecord>()
   const writes: (readonly [string, string])[] = []
+  let previousKey = start?.lastToolKey
   for (const tool of input.tools) {
     const i = freshAt.get(tool.index)
     const prev = previousKey
     previousKey = tool.key
     if (i === undefined) {
-      const record = input.known.get(tool.key)
-      if (record) {
-        addShown(table, record)
-        for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
-      }
+      order.shown(input.known.get(tool.key))
       continue
     }
     const number = numbers[i]!
     const rewrite = rewrites.get(tool.key)
     const text = contentText(tool.message.content)
-    const call = calls.get(tool.message.tool_call_id ?? '')
-    const classified = call
-      ? classifyCall(deps.profile, call.function.name, call.function.arguments, definitions)
-      : ({ kind: 'other' } as const)
-    const facts = rewrite
-      ? undefined
-      : await resultFacts(classified, text, deps.profile, deps.workspace, fileViews)
-    const rendering: Rendering = facts
-      ? renderResult({ number, call: facts.call, text }, table, deps.rules)
-      : { text: renderRewritten(number, text, deps.rules), read: rewrite?.read }
-    const record: ToolRecord = {
-      n: number,
-      content: withText(tool.message.content, rendering.text),
-      entry: rendering.entry,
-      read: rendering.read,
-      stub: rendering.stub && {
-        target: rendering.stub.target,
-        content: withText(tool.message.content, rendering.stub.full.text),
-        entry: rendering.stub.full.entry,
-        read: rendering.stub.full.read,
-      },
-      views: facts?.views?.map((view) => ({ absPath: view.absPath, sha256: view.sha256 })),
-      prev,
-    }
-    for (const view of facts?.views ?? []) {
-      views.set(view.absPath, { sha256: view.sha256, content: view.content })
+    const { rendering, facts } = await order.render(tool.message, text, number, rewrite)
+    const record = toolRecord(tool.message, number, rendering, facts, prev)
+    for (const view of facts?.views ?? [])
       writes.push([keys.file(view.sha256), wellFormed(view.content)])
-    }
     countSavings(savings, text, rendering, number, deps.rules, facts?.call.kind)
     rendered.set(tool.key, record)
     // A rewrite is not a new result: the full text of its id stays what it was.
@@ -140,7 +96,7 @@ export async function renderFresh(
         JSON.stringify({ n: number, key: tool.key }),
       ])
     }
-    addShown(table, record)
+    order.shown(record)
   }
 
   // One atomic batch: the renderings with the full results and file contents they stand for,
@@ -153,6 +109,96 @@ export async function renderFresh(
   const out = new Map<string, ToolRecord>()
   entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
   return out
+}
+
+/** What the request shows before the result being rendered: its dedupe table and file views. */
+class InOrder {
+  readonly #table: DedupeTable
+  /** A file's content as the request last showed it. */
+  readonly #views: Map<string, { sha256: string; content?: string }>
+  readonly #calls: Map<string, ToolCall>
+  readonly #definitions: Map<string, ToolDefinition>
+  readonly #fileViews: FileViews
+
+  constructor(
+    input: FreshInput,
+    private readonly deps: HistoryDeps,
+    scope: string,
+  ) {
+    this.#table = input.start?.table.clone() ?? new DedupeTable()
+    this.#views = new Map(input.start?.views ?? [])
+    this.#calls = new Map([...(input.start?.calls ?? []), ...toolCallsById(input.messages)])
+    this.#definitions = new Map(
+      input.definitions.flatMap((tool) =>
+        tool.function?.name ? [[tool.function.name, tool]] : [],
+      ),
+    )
+    const views = this.#views
+    this.#fileViews = {
+      async content(absPath) {
+        const view = views.get(absPath)
+        if (!view) return undefined
+        if (view.content !== undefined) return view.content
+        const [stored] = await deps.store.get(scope, [keys.file(view.sha256)])
+        return stored
+      },
+    }
+  }
+
+  /** A result the request carries, known or just rendered: later ones see it. */
+  shown(record: ToolRecord | undefined): void {
+    if (!record) return
+    addShown(this.#table, record)
+    for (const view of record.views ?? [])
+      if (!this.#views.get(view.absPath) || this.#views.get(view.absPath)!.sha256 !== view.sha256)
+        this.#views.set(view.absPath, { sha256: view.sha256 })
+  }
+
+  /** A new result's rendering, with the file facts of this moment. */
+  async render(
+    message: ChatMessage,
+    text: string,
+    number: number,
+    rewrite: { read: TableRead | undefined } | undefined,
+  ): Promise<{ rendering: Rendering; facts: Facts | undefined }> {
+    const { deps } = this
+    const call = this.#calls.get(message.tool_call_id ?? '')
+    const classified = call
+      ? classifyCall(deps.profile, call.function.name, call.function.arguments, this.#definitions)
+      : ({ kind: 'other' } as const)
+    const facts = rewrite
+      ? undefined
+      : await resultFacts(classified, text, deps.profile, deps.workspace, this.#fileViews)
+    for (const view of facts?.views ?? [])
+      this.#views.set(view.absPath, { sha256: view.sha256, content: view.content })
+    const rendering: Rendering = facts
+      ? renderResult({ number, call: facts.call, text }, this.#table, deps.rules)
+      : { text: renderRewritten(number, text, deps.rules), read: rewrite?.read }
+    return { rendering, facts }
+  }
+}
+
+function toolRecord(
+  message: ChatMessage,
+  number: number,
+  rendering: Rendering,
+  facts: Facts | undefined,
+  prev: string | undefined,
+): ToolRecord {
+  return {
+    n: number,
+    content: withText(message.content, rendering.text),
+    entry: rendering.entry,
+    read: rendering.read,
+    stub: rendering.stub && {
+      target: rendering.stub.target,
+      content: withText(message.content, rendering.stub.full.text),
+      entry: rendering.stub.full.entry,
+      read: rendering.stub.full.read,
+    },
+    views: facts?.views?.map((view) => ({ absPath: view.absPath, sha256: view.sha256 })),
+    prev,
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Door, Json, View } from '../doors/door.js'
-import { placeAnswers, restoreAnswers, type AnswerPlace } from '../session/answers.js'
+import { placeAnswers, restoreAnswers, type AnswerPlace, type Placed } from '../session/answers.js'
 import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'
 import { keys } from '../session/records.js'
@@ -60,11 +60,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const session = start
     ? new SessionRef(input.identity, start.scope)
     : await findSession(
-        [
-          ...continuity.summaries.map((i) => keys.ownerOfSummary(summaryKey(view.messages[i]!))),
-          ...tools.keys.flatMap((key) => (key === undefined ? [] : [keys.ownerOfTool(key)])),
-          ...answers.placed.flatMap((p) => (p.named ? [keys.ownerOfAnswer(p.key)] : [])),
-        ],
+        ownerKeys(view, continuity, tools.keys, answers.placed),
         input.identity,
         deps.store,
         continuity,
@@ -85,11 +81,8 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const written = door.writeBack(items, view, rebuilt.messages)
   const restored = restoreAnswers(door, items, written, answers.placed, rebuilt.extra)
   const perItem = restored.items
-  if (!start && perItem.length > 0) {
-    // The prompt block (chat: in the first system message, or before it) counts as item 0.
-    const withBlock = door.withBlockItems(perItem[0]!, deps.promptBlock)
-    perItem[0] = withBlock
-  } else if (!start) perItem.push(door.withBlockItems([], deps.promptBlock))
+  // The prompt block (chat: in the first system message, or before it) counts as item 0.
+  if (!start) perItem[0] = door.withBlockItems(perItem[0] ?? [], deps.promptBlock)
   const texts = perItem.map((list) => list.map((item) => JSON.stringify(item)).join(','))
   const known = start?.items ?? []
   const joined = (upTo: number) =>
@@ -100,25 +93,38 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const stats = { ...rebuilt.stats, restoredExchanges: restored.restored }
   const place = { index: base + items.length, previous: answers.last }
   const shaped = { session, items: appendItems(known, joined(texts.length)), stats, place }
-  // A join across the remembered end would change bytes the next request splices: none then.
+  // A join across the remembered end would change bytes the next request splices: none then;
+  // nor an empty history (chat: the prompt block would be left out).
   const crossing = covered < items.length && covered > 0 && perItem[covered]?.length === 0
-  if (!rebuilt.snapshot || session.scope === undefined || crossing) return shaped
-  const lastDigest =
-    covered === 0 ? (start?.lastDigest ?? '') : door.itemDigest(items[covered - 1]!)
+  const scope = session.scope
+  if (!rebuilt.snapshot || scope === undefined || crossing || (items.length === 0 && !start))
+    return shaped
   const lastView = snapshotAt > 0 ? view.messages[snapshotAt - 1] : undefined
-  return {
-    ...shaped,
-    remember: {
-      scope: session.scope,
-      systemKey: continuity.systemKey,
-      items: covered === items.length ? shaped.items : appendItems(known, joined(covered)),
-      itemCount: base + covered,
-      lastDigest,
-      history: rebuilt.snapshot,
-      covered,
-      endsWithMarker: lastView !== undefined && isMarker(lastView, deps.profile),
-    },
+  const remember = {
+    scope,
+    systemKey: continuity.systemKey,
+    items: covered === items.length ? shaped.items : appendItems(known, joined(covered)),
+    itemCount: base + covered,
+    lastDigest: covered === 0 ? (start?.lastDigest ?? '') : door.itemDigest(items[covered - 1]!),
+    history: rebuilt.snapshot,
+    covered,
+    endsWithMarker: lastView !== undefined && isMarker(lastView, deps.profile),
   }
+  return { ...shaped, remember }
+}
+
+/** The tenant's keys that may name the request's session: summaries, results, answers. */
+function ownerKeys(
+  view: View,
+  continuity: Continuity,
+  tools: readonly (string | undefined)[],
+  placed: readonly Placed[],
+): string[] {
+  return [
+    ...continuity.summaries.map((i) => keys.ownerOfSummary(summaryKey(view.messages[i]!))),
+    ...tools.flatMap((key) => (key === undefined ? [] : [keys.ownerOfTool(key)])),
+    ...placed.flatMap((p) => (p.named ? [keys.ownerOfAnswer(p.key)] : [])),
+  ]
 }
 
 /** The first view message that comes from item `item` or later. */
