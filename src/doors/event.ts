@@ -1,6 +1,6 @@
 import { LembasError } from '../errors.js'
 import { isRecord } from '../wire/chat.js'
-import type { Json } from './door.js'
+import type { Json } from '../pipeline/door.js'
 
 /** An upstream stream event's data as an object; anything else is a bad upstream response. */
 export function parseEvent(data: string): Json {

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import { Hono, type Context } from 'hono'
 import { DOORS } from '../doors/index.js'
-import type { Door, Json } from '../doors/door.js'
+import type { Door, Json } from '../pipeline/door.js'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import type { Logger } from '../log.js'
 import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'

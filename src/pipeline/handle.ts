@@ -8,7 +8,7 @@ import {
 } from '../stats/index.js'
 import { isAbortError } from '../upstream/index.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
-import type { Door } from '../doors/door.js'
+import type { Door } from './door.js'
 import type { SessionRef } from '../session/find.js'
 import { bodyBytes } from './body.js'
 import { completeAnswer, send, streamAnswer, type Turn } from './loop.js'

@@ -1,4 +1,4 @@
-import type { Door, Json, Part, RoundEnd } from '../doors/door.js'
+import type { Door, Json, Part, RoundEnd } from './door.js'
 import { LembasError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { recordAnswer, type AnswerPlace } from '../session/answers.js'

@@ -1,4 +1,4 @@
-import type { Door, Json } from '../doors/door.js'
+import type { Door, Json } from './door.js'
 import { LembasError } from '../errors.js'
 import type { AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
@@ -215,7 +215,7 @@ function finish(
 
 function checked(door: Door, json: unknown): Json {
   const result = door.check(json)
-  if (!result.ok) throw new LembasError('invalid_request', result.message)
+  if (!result.ok) throw new LembasError('invalid_request', `not a ${door.label}: ${result.message}`)
   return result.value
 }
 

@@ -2,7 +2,7 @@ import { formatId, parseId, renderRecall, type ContextRules } from '../context/i
 import type { Loop } from '../config/loop-schema.js'
 import type { Store } from '../store/store.js'
 import { isRecord, type ToolCall, type ToolDefinition } from '../wire/chat.js'
-import type { RecallReply } from '../doors/door.js'
+import type { RecallReply } from './door.js'
 import { keys } from '../session/records.js'
 
 export interface RecallSetup {

@@ -1,4 +1,4 @@
-import type { Door, Json, View } from '../doors/door.js'
+import type { Door, Json, View } from './door.js'
 import { placeAnswers, restoreAnswers, type AnswerPlace, type Placed } from '../session/answers.js'
 import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'

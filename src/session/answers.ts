@@ -1,8 +1,23 @@
-import type { Door, Json } from '../doors/door.js'
 import type { Store } from '../store/store.js'
 import type { SessionRef } from './find.js'
 import { shortHash } from './identity.js'
 import { keys, type HiddenRecord } from './records.js'
+
+type Json = Record<string, unknown>
+
+/** How a wire format's items are known again when the client sends them back (see Door). */
+export interface AnswerShape {
+  /**
+   * How an item that may be a model's answer is known when the client sends it back (its text
+   * and call ids, never re-serialised arguments), and whether its call ids name a session.
+   * Undefined: the item is not an answer (a user message, a tool result).
+   */
+  answerDigest(item: Json): { readonly text: string; readonly named: boolean } | undefined
+  /** Any item's text, for the item before an answer. */
+  itemDigest(item: Json): string
+  /** Restored items followed by the client's item: one item when the API wants them joined. */
+  join?(restored: Json, next: Json): Json | undefined
+}
 
 /**
  * Where an answer stands: the number of items before it in the client's history and the item
@@ -28,7 +43,7 @@ export function placeKey(place: AnswerPlace, text: string): string {
 }
 
 /** How an item is matched when it comes back: an answer by its text and calls, else its digest. */
-function matchDigest(door: Door, item: Json): string {
+function matchDigest(door: AnswerShape, item: Json): string {
   return door.answerDigest(item)?.text ?? door.itemDigest(item)
 }
 
@@ -37,7 +52,7 @@ function matchDigest(door: Door, item: Json): string {
  * them come before `items` (the fast path goes on from there).
  */
 export function placeAnswers(
-  door: Door,
+  door: AnswerShape,
   items: readonly Json[],
   base: number,
   previous: string,
@@ -63,7 +78,7 @@ export function placeAnswers(
  * wants joined with the client's next item (Messages: one user turn) are joined.
  */
 export function restoreAnswers(
-  door: Door,
+  door: AnswerShape,
   client: readonly Json[],
   written: readonly Json[],
   placed: readonly Placed[],
@@ -105,7 +120,7 @@ export function restoreAnswers(
  * so the next request puts it back byte for byte; an answer with calls names the session.
  */
 export async function recordAnswer(
-  door: Door,
+  door: AnswerShape,
   place: AnswerPlace,
   visible: readonly Json[],
   upstream: readonly Json[],

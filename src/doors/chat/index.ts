@@ -1,13 +1,14 @@
 import { openAIErrorBody } from '../../errors.js'
 import {
   checkChatRequest,
+  type Parsed,
   contentText,
   isRecord,
   type ChatMessage,
   type ToolCall,
   type ToolDefinition,
 } from '../../wire/chat.js'
-import type { Door, Json, Part, RecallReply, RoundEnd, View } from '../door.js'
+import type { Door, Json, Part, RecallReply, RoundEnd, View } from '../../pipeline/door.js'
 import { ChatStream } from './stream.js'
 
 /** `POST /v1/chat/completions`: the view is the request's own messages. */
@@ -18,12 +19,8 @@ export const chatDoor: Door = {
   holdback: 0,
   errorBody: openAIErrorBody,
 
-  check(body) {
-    const checked = checkChatRequest(body)
-    return checked.ok
-      ? { ok: true, value: checked.value }
-      : { ok: false, message: `not a chat completions request: ${checked.message}` }
-  },
+  label: 'chat completions request',
+  check: (body) => checkChatRequest(body) as Parsed<Json>,
   shaped: (request) => tools(request).length > 0,
   stream: (request) => request.stream === true,
   definitions: tools,

@@ -2,7 +2,7 @@ import { openAIErrorBody, type ErrorKind } from '../../errors.js'
 import { parseEvent } from '../event.js'
 import { isRecord, type ToolCall } from '../../wire/chat.js'
 import { encodeSseData, SSE_DONE, type SseEvent } from '../../wire/sse.js'
-import type { DoorStream, Json, Part, RoundEnd } from '../door.js'
+import type { DoorStream, Json, Part, RoundEnd } from '../../pipeline/door.js'
 import { assistantMessage } from './index.js'
 
 interface CallState {

@@ -1,6 +1,6 @@
 import { ERROR_KINDS, type ErrorKind } from '../../errors.js'
 import { contentText, isRecord, type ContentPart, type ToolDefinition } from '../../wire/chat.js'
-import type { Door, Json, Part, RecallReply, RoundEnd } from '../door.js'
+import type { Door, Json, Part, RecallReply, RoundEnd } from '../../pipeline/door.js'
 import { MessagesStream } from './stream.js'
 import {
   assistantChat,
@@ -28,12 +28,8 @@ export const messagesDoor: Door = {
   holdback: 2,
   errorBody: anthropicErrorBody,
 
-  check(body) {
-    const checked = checkMessagesRequest(body)
-    return checked.ok
-      ? checked
-      : { ok: false, message: `not a Messages API request: ${checked.message}` }
-  },
+  label: 'Messages API request',
+  check: checkMessagesRequest,
   shaped: (request) => tools(request).length > 0,
   stream: (request) => request.stream === true,
   definitions: (request) => chatTools(tools(request)),

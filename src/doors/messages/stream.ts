@@ -2,7 +2,7 @@ import type { ErrorKind } from '../../errors.js'
 import { parseEvent } from '../event.js'
 import { isRecord } from '../../wire/chat.js'
 import type { SseEvent } from '../../wire/sse.js'
-import type { DoorStream, Json, Part, RoundEnd } from '../door.js'
+import type { DoorStream, Json, Part, RoundEnd } from '../../pipeline/door.js'
 import { anthropicErrorBody, partOf } from './index.js'
 
 interface BlockState {

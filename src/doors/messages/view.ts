@@ -8,7 +8,7 @@ import {
   type ToolCall,
   type ToolDefinition,
 } from '../../wire/chat.js'
-import type { Json, View } from '../door.js'
+import type { Json, View } from '../../pipeline/door.js'
 
 /** Checks the shape the proxy relies on; a wrong shape is a 400, never a crash. */
 export function checkMessagesRequest(

@@ -1,6 +1,6 @@
 import { openAIErrorBody } from '../../errors.js'
 import { isRecord } from '../../wire/chat.js'
-import type { Door, Json, Part, RecallReply, RoundEnd } from '../door.js'
+import type { Door, Json, Part, RecallReply, RoundEnd } from '../../pipeline/door.js'
 import { chatTools, itemKey, responsesTool, toView, writeBack } from './items.js'
 import { ResponsesStream } from './stream.js'
 
@@ -12,6 +12,7 @@ export const responsesDoor: Door = {
   holdback: 0,
   errorBody: openAIErrorBody,
 
+  label: 'Responses API request',
   check(body) {
     if (!isRecord(body)) return { ok: false, message: 'the body must be a JSON object' }
     if (body.tools !== undefined && !Array.isArray(body.tools))

@@ -1,6 +1,6 @@
 import { shortHash } from '../../session/identity.js'
 import { isRecord, type ChatMessage, type ToolDefinition } from '../../wire/chat.js'
-import type { Json, View } from '../door.js'
+import type { Json, View } from '../../pipeline/door.js'
 
 /**
  * A Responses request's items as the rebuild's view: calls become assistant messages with one

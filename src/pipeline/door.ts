@@ -1,6 +1,7 @@
 import type { ErrorKind } from '../errors.js'
 import type { ChatMessage, Parsed, ToolCall, ToolDefinition } from '../wire/chat.js'
 import type { SseEvent } from '../wire/sse.js'
+import type { AnswerShape } from '../session/answers.js'
 
 /** A JSON object as the client sent it: every field a door does not read goes on untouched. */
 export type Json = Record<string, unknown>
@@ -52,11 +53,11 @@ export interface DoorStream {
 }
 
 /**
- * One wire format. A door parses and checks its requests, maps their items to and from the
+ * One wire format, as the pipeline sees it (the adapters in src/doors implement it). A door parses and checks its requests, maps their items to and from the
  * rebuild's view, adds the prompt block and `recall` in its own shape, reads answers (whole and
  * streamed) and writes the client's answer back. Everything else is the shared pipeline's.
  */
-export interface Door {
+export interface Door extends AnswerShape {
   readonly name: 'chat' | 'responses' | 'messages'
   /** The upstream path, under the upstream's base URL. */
   readonly path: string
@@ -69,7 +70,9 @@ export interface Door {
   readonly holdback: number
   errorBody(kind: ErrorKind, message: string): Json
 
-  /** The request's shape, checked; `items` are the array's elements (parsed on their own). */
+  /** What a request of this door is called in an error ("not a Messages API request: …"). */
+  readonly label: string
+  /** The request's shape, checked. */
   check(body: unknown): Parsed<Json>
   /** False when the request has nothing to shape (no tools): its bytes go on as they came. */
   shaped(request: Json): boolean
@@ -90,16 +93,6 @@ export interface Door {
   withRecall(request: Json, block: string, recall: ToolDefinition | undefined): Json
   /** Chat only: the block joins the first system message, or opens the history. */
   withBlockItems(items: readonly Json[], block: string): Json[]
-  /**
-   * How an item that may be a model's answer is known when the client sends it back (its
-   * text and call ids, never re-serialised arguments), and whether its call ids name a session.
-   * Undefined: the item is not an answer (a user message, a tool result).
-   */
-  answerDigest(item: Json): { readonly text: string; readonly named: boolean } | undefined
-  /** Any item's text, for the item before an answer. */
-  itemDigest(item: Json): string
-  /** Restored items followed by the client's item: one item when the API wants them joined. */
-  join?(restored: Json, next: Json): Json | undefined
 
   /** A whole answer's parts; undefined when it is not the door's answer (sent as it came). */
   readAnswer(json: unknown): RoundEnd | undefined
