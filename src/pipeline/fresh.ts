@@ -30,6 +30,12 @@ export interface Fresh {
 export interface CallIdRecord {
   readonly n: number
   readonly key: string
+  /**
+   * What a rewrite of it needs, so it is known without another read: the tool message before it
+   * and its read (a stub's: none). Absent in records of earlier versions: read from its record.
+   */
+  readonly prev?: string | null
+  readonly read?: TableRead
 }
 
 export interface FreshInput {
@@ -91,10 +97,13 @@ export async function renderFresh(
     // A rewrite is not a new result: the full text of its id stays what it was.
     if (!rewrite) {
       writes.push([keys.result(number), wellFormed(rendering.stored ?? text)])
-      writes.push([
-        keys.callId(tool.message.tool_call_id ?? ''),
-        JSON.stringify({ n: number, key: tool.key }),
-      ])
+      const first: CallIdRecord = {
+        n: number,
+        key: tool.key,
+        prev: prev ?? null,
+        ...(record.read && !record.stub ? { read: record.read } : {}),
+      }
+      writes.push([keys.callId(tool.message.tool_call_id ?? ''), JSON.stringify(first)])
     }
     order.shown(record)
   }
@@ -218,17 +227,25 @@ async function rewrittenResults(
     previous = tool.key
   }
   const earlier = input.fresh.map((slot) => input.callIds.get(slot.message.tool_call_id ?? ''))
-  const candidates = earlier.flatMap((original) => (original ? [keys.tool(original.key)] : []))
-  const originals = candidates.length > 0 ? await deps.store.get(scope, candidates) : []
-  const rewrites = new Map<string, { n: number; read: TableRead | undefined }>()
+  // Records of earlier versions hold only the id and key: their message's record tells the rest.
+  const older = earlier.flatMap((original) =>
+    original && original.prev === undefined ? [keys.tool(original.key)] : [],
+  )
+  const records = older.length > 0 ? await deps.store.get(scope, older) : []
   let next = 0
+  const rewrites = new Map<string, { n: number; read: TableRead | undefined }>()
   input.fresh.forEach((slot, i) => {
     const original = earlier[i]
     if (!original) return
-    const record = parseRecord<ToolRecord>(originals[next++])
-    if (record && record.prev === previousKeys.get(slot.index)) {
-      rewrites.set(slot.key, { n: original.n, read: record.stub ? undefined : record.read })
+    let known: { prev: string | undefined; read: TableRead | undefined } | undefined
+    if (original.prev !== undefined)
+      known = { prev: original.prev ?? undefined, read: original.read }
+    else {
+      const record = parseRecord<ToolRecord>(records[next++])
+      known = record && { prev: record.prev, read: record.stub ? undefined : record.read }
     }
+    if (known && known.prev === previousKeys.get(slot.index))
+      rewrites.set(slot.key, { n: original.n, read: known.read })
   })
   return rewrites
 }
