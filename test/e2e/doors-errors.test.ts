@@ -1,0 +1,72 @@
+/**
+ * Every front door refuses a bad request the same way, in its own API's error shape: broken
+ * JSON, a body nested past the guard, a body of the wrong shape. Nothing reaches the upstream.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { createStore, type Store } from '../../src/store/index.js'
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { startProxy, type TestProxy } from '../helpers/proxy.js'
+
+const DOORS = [
+  { path: '/v1/chat/completions', label: 'chat completions request', anthropic: false },
+  { path: '/v1/responses', label: 'Responses API request', anthropic: false },
+  { path: '/v1/messages', label: 'Messages API request', anthropic: true },
+]
+
+function deep(levels: number): string {
+  return '['.repeat(levels) + ']'.repeat(levels)
+}
+
+describe('bad requests on every door', () => {
+  let upstream: FakeUpstream
+  let store: Store
+  let proxy: TestProxy
+  before(async () => {
+    upstream = await startFakeUpstream()
+    store = await createStore('memory:', { idleTtlMs: 86_400_000 })
+    proxy = await startProxy({ upstreamUrl: upstream.url, store })
+  })
+  after(async () => {
+    await proxy.close()
+    await upstream.close()
+    await store.close()
+  })
+
+  for (const door of DOORS) {
+    const post = async (body: string) => {
+      const response = await fetch(proxy.url + door.path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
+        body,
+      })
+      return { status: response.status, json: (await response.json()) as any }
+    }
+    const message = (json: any): string => {
+      if (door.anthropic) {
+        assert.equal(json.type, 'error')
+        assert.equal(json.error.type, 'invalid_request_error')
+      } else {
+        assert.equal(json.error.type, 'invalid_request_error')
+        assert.equal(json.error.code, 'invalid_request')
+      }
+      return json.error.message
+    }
+
+    test(`${door.path}: broken JSON, deep nesting and a wrong shape are 400s in its shape`, async () => {
+      const broken = await post('{"model": "m", "tools": [')
+      assert.equal(broken.status, 400)
+      assert.match(message(broken.json), /not valid JSON/)
+
+      // 10,000 levels in a field the proxy never reads: refused before any parse.
+      const nested = await post(`{"model":"m","metadata":{"x":${deep(10_000)}},"messages":[]}`)
+      assert.equal(nested.status, 400)
+      assert.match(message(nested.json), /nests deeper than 512 levels/)
+
+      const wrong = await post('{"model":"m","messages":7,"input":7,"tools":[{}]}')
+      assert.equal(wrong.status, 400)
+      assert.match(message(wrong.json), new RegExp(`^not a ${door.label}: `))
+      assert.equal(upstream.requests.length, 0, 'nothing reached the upstream')
+    })
+  }
+})
