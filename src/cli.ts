@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { serve } from '@hono/node-server'
 import { loadLoop, packageRoot } from './config/loop.js'
 import { helpText, parseCommandLine, type Config } from './config/flags.js'
-import { pipelineSettings } from './config/pipeline.js'
+import { elideSettings, pipelineSettings } from './config/pipeline.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { createLogger } from './log.js'
@@ -42,7 +42,10 @@ async function run(config: Config): Promise<void> {
   const recorder = config.record ? openRecorder(config.record, log) : undefined
   const stats = createStats()
   const app = createApp({
-    ...pipelineSettings(loop, { sessionHeader: config.sessionHeader }),
+    ...pipelineSettings(loop, {
+      sessionHeader: config.sessionHeader,
+      elide: elideSettings(config),
+    }),
     store: timedStore(store, stats),
     stats,
     upstream,

@@ -60,6 +60,36 @@ export const FLAGS = {
     default: '',
     help: 'directory to append each chat request to, as received and as sent (JSONL, no headers, keys redacted); see lembas-proxy replay',
   },
+  elide: {
+    env: 'LEMBAS_ELIDE',
+    default: 'false',
+    help: 'beyond spec 3.0.0: replace old tool results in batches by a one-line stand-in (recall shows them), when a batch pays by the rule in the README',
+  },
+  'elide-threshold': {
+    env: 'LEMBAS_ELIDE_THRESHOLD',
+    default: '12000',
+    help: 'with --elide: tokens of old results (all but the last --elide-keep) that make a batch worth weighing',
+  },
+  'elide-keep': {
+    env: 'LEMBAS_ELIDE_KEEP',
+    default: '4',
+    help: 'with --elide: the most recent results, never elided',
+  },
+  'elide-horizon': {
+    env: 'LEMBAS_ELIDE_HORIZON',
+    default: '12',
+    help: 'with --elide: how many later requests a batch is expected to pay over',
+  },
+  'cached-discount': {
+    env: 'LEMBAS_CACHED_DISCOUNT',
+    default: '0.9',
+    help: 'with --elide: the share the upstream takes off a cached input token (0.9: a tenth of the price)',
+  },
+  'cache-write-premium': {
+    env: 'LEMBAS_CACHE_WRITE_PREMIUM',
+    default: '0',
+    help: 'with --elide: what writing the prompt cache costs on top of an input token (Anthropic: 0.25)',
+  },
   auth: {
     env: 'LEMBAS_AUTH',
     default: '',
@@ -95,6 +125,15 @@ const ConfigSchema = z.object({
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']),
   record: z.string(),
   auth: z.string(),
+  elide: z
+    .string()
+    .regex(/^(true|false|1|0|yes|no|on|off)$/i, 'expected true or false')
+    .transform((value) => /^(true|1|yes|on)$/i.test(value)),
+  elideThreshold: z.coerce.number().int().positive(),
+  elideKeep: z.coerce.number().int().min(0),
+  elideHorizon: z.coerce.number().positive(),
+  cachedDiscount: z.coerce.number().min(0).max(1),
+  cacheWritePremium: z.coerce.number().min(0),
 })
 
 export type Config = z.infer<typeof ConfigSchema>
@@ -111,7 +150,10 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         ...Object.fromEntries(
           Object.keys(FLAGS).map((name) => [
             name,
-            { type: 'string', multiple: name === 'workspace' },
+            // --elide alone turns it on; the others take a value.
+            name === 'elide'
+              ? { type: 'boolean' }
+              : { type: 'string', multiple: name === 'workspace' },
           ]),
         ),
         help: { type: 'boolean', short: 'h' },
@@ -132,6 +174,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   const pick = (name: Exclude<FlagName, 'workspace'>): string => {
     const value = values[name]
     if (typeof value === 'string') return value
+    if (value === true) return 'true'
     return env[FLAGS[name].env] ?? FLAGS[name].default
   }
   const workspaceFlag = values.workspace
@@ -152,6 +195,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     logLevel: pick('log-level'),
     record: pick('record'),
     auth: pick('auth'),
+    elide: pick('elide'),
+    elideThreshold: pick('elide-threshold'),
+    elideKeep: pick('elide-keep'),
+    elideHorizon: pick('elide-horizon'),
+    cachedDiscount: pick('cached-discount'),
+    cacheWritePremium: pick('cache-write-premium'),
   })
   if (!result.success) {
     const flagOf: Record<string, string> = {
@@ -161,6 +210,11 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',
       logLevel: 'log-level',
+      elideThreshold: 'elide-threshold',
+      elideKeep: 'elide-keep',
+      elideHorizon: 'elide-horizon',
+      cachedDiscount: 'cached-discount',
+      cacheWritePremium: 'cache-write-premium',
     }
     const problems = result.error.issues.map((issue) => {
       const field = String(issue.path[0] ?? '')
@@ -173,7 +227,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
 
 export function helpText(version: string): string {
   const rows = Object.entries(FLAGS).map(([name, flag]) => {
-    const shown = flag.default === '' ? '' : ` (default ${flag.default})`
+    const shown = flag.default === '' || name === 'elide' ? '' : ` (default ${flag.default})`
     return `  --${name.padEnd(21)} ${flag.help}${shown}\n  ${''.padEnd(23)} env ${flag.env}`
   })
   return [

@@ -1,3 +1,4 @@
+import type { ElideSettings } from '../pipeline/elide.js'
 import { recallSetup } from '../pipeline/recall.js'
 import { SpliceCache } from '../pipeline/splice.js'
 import { defaultProfile } from '../tools/index.js'
@@ -8,9 +9,36 @@ import { sessionSources } from './sessions.js'
 /** Characters of upstream history kept in memory for the fast path, over all sessions. */
 const SPLICE_CHARS = 64 * 1024 * 1024
 
-/** What the pipeline takes from loop.json and the flags: one place, for the CLI and the tests. */
-export function pipelineSettings(loop: Loop, options: { sessionHeader: string }) {
+/** `--elide`'s stand-in: the result's first bracket and where its full text is. */
+const STAND_IN = '{bracket} Elided to keep the context small: recall {id} shows it in full.'
+
+/** The elision settings, from the flags; undefined (nothing elided) without --elide. */
+export function elideSettings(config: {
+  elide: boolean
+  elideThreshold: number
+  elideKeep: number
+  elideHorizon: number
+  cachedDiscount: number
+  cacheWritePremium: number
+}): ElideSettings | undefined {
+  if (!config.elide) return undefined
   return {
+    thresholdTokens: config.elideThreshold,
+    keepResults: config.elideKeep,
+    horizon: config.elideHorizon,
+    cachedDiscount: config.cachedDiscount,
+    writePremium: config.cacheWritePremium,
+    standIn: STAND_IN,
+  }
+}
+
+/** What the pipeline takes from loop.json and the flags: one place, for the CLI and the tests. */
+export function pipelineSettings(
+  loop: Loop,
+  options: { sessionHeader: string; elide?: ElideSettings | undefined },
+) {
+  return {
+    elide: options.elide,
     rules: loop.context,
     profile: defaultProfile,
     promptBlock: loadPromptBlock(),

@@ -18,6 +18,7 @@ import {
 } from '../wire/chat.js'
 import { resultFacts, type Facts, type FileViews } from './facts.js'
 import type { HistoryDeps, HistoryState, HistoryStats } from './rebuild.js'
+import type { Elision } from '../session/elision.js'
 
 /** A tool message of the request: its place in the view and its key. */
 export interface Fresh {
@@ -48,6 +49,7 @@ export interface FreshInput {
   readonly fresh: readonly Fresh[]
   readonly known: ReadonlyMap<string, ToolRecord>
   readonly callIds: ReadonlyMap<string, CallIdRecord>
+  readonly elision: Elision
 }
 
 /** What renderings saved in one request (see HistoryStats). */
@@ -82,7 +84,8 @@ export async function renderFresh(
     const prev = previousKey
     previousKey = tool.key
     if (i === undefined) {
-      order.shown(input.known.get(tool.key))
+      // An elided result is no stub target: a later one is shown in full.
+      if (!input.elision.texts.has(tool.key)) order.shown(input.known.get(tool.key))
       continue
     }
     const number = numbers[i]!

@@ -110,6 +110,7 @@ async function prepareWhole(
     },
     deps,
   )
+  if (!shaped) throw new Error('the full path always shapes')
   const span = shaped.remember && arraySpan(bytes, door.arrayKey, door.holdback + 1)
   if (span && shaped.remember) {
     const { covered, ...state } = shaped.remember
@@ -181,6 +182,7 @@ async function spliced(
     { door, request, items, view, identity, start: state, now, withinMs: deps.continueWithinMs },
     deps,
   )
+  if (!shaped) return undefined // a batch of elided results is due: the full path decides it
   if (shaped.remember) {
     const { covered, ...next } = shaped.remember
     const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)

@@ -6,7 +6,8 @@ import { compactionTables, recordHead, summaryKey, withTable } from '../session/
 import type { Store } from '../store/store.js'
 import type { Profile } from '../tools/index.js'
 import type { Workspace } from '../workspace/index.js'
-import type { ChatMessage, ToolCall, ToolDefinition } from '../wire/chat.js'
+import { withText, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
+import type { Elision } from '../session/elision.js'
 import { addShown, renderFresh, type CallIdRecord, type Fresh } from './fresh.js'
 
 export interface HistoryDeps {
@@ -28,6 +29,8 @@ export interface HistoryStats {
   restoredExchanges: number
   /** Summaries that carry the table of files read before them. */
   compactions: number
+  /** Tool results shown as an elided stand-in. */
+  elided?: number
 }
 
 /**
@@ -42,6 +45,8 @@ export interface HistoryState {
   readonly calls: ReadonlyMap<string, ToolCall>
   /** How often each tool message (call id and content) came so far: look-alikes by place. */
   readonly seen: ReadonlyMap<string, number>
+  /** The session's batches of elided results, as far as they apply here. */
+  readonly elision: Elision
 }
 
 export interface Rebuilt {
@@ -53,6 +58,8 @@ export interface Rebuilt {
   readonly snapshot?: HistoryState | undefined
   /** The values of the caller's `extraKeys`, read in the request's one batched read. */
   readonly extra: readonly (string | undefined)[]
+  /** The same request with other batches of elided results (a batch decided on it). */
+  reassemble(elision: Elision): Rebuilt
 }
 
 /** Tool messages by place: the n-th look-alike (same call id, same content) has its own key. */
@@ -88,6 +95,8 @@ export interface RebuildInput {
   readonly snapshotAt?: number | undefined
   /** More keys of the session's scope for the request's one batched read. */
   readonly extraKeys: readonly string[]
+  /** Stand-ins for elided results: such results are no stub targets. */
+  readonly elision: Elision
 }
 
 /**
@@ -130,8 +139,13 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
     scope === undefined
       ? new Map<number, string>()
       : await compactionTables(messages, input.continuity.summaries, scope, deps.store, deps.rules)
-  const rebuilt = assemble(input, records.tools, tables, records.extra)
-  Object.assign(rebuilt.stats, savings, { newResults: stillFresh.length })
+  const counts = { ...savings, newResults: stillFresh.length }
+  const assembled = (elision: Elision): Rebuilt => {
+    const rebuilt = assemble({ ...input, elision }, records.tools, tables, records.extra)
+    Object.assign(rebuilt.stats, counts)
+    return { ...rebuilt, reassemble: assembled }
+  }
+  const rebuilt = assembled(input.elision)
   if (scope !== undefined)
     await rememberSession(input, tools, scope, stillFresh.length > 0, deps.store)
   return rebuilt
@@ -207,7 +221,7 @@ function assemble(
   toolRecords: ReadonlyMap<string, ToolRecord>,
   tables: ReadonlyMap<number, string>,
   extra: readonly (string | undefined)[],
-): Rebuilt {
+): Omit<Rebuilt, 'reassemble'> {
   const { messages, start } = input
   const stats: HistoryStats = {
     newResults: 0,
@@ -229,6 +243,7 @@ function assemble(
     lastToolKey,
     calls,
     seen,
+    elision: input.elision,
   })
   const out = messages.map((message, index) => {
     if (index === input.snapshotAt && input.keys.snapshot)
@@ -249,6 +264,11 @@ function assemble(
     const record = toolRecords.get(key)
     if (!record) throw new Error('a tool message was left without a rendering')
     for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
+    const standIn = input.elision.texts.get(key)
+    if (standIn !== undefined) {
+      stats.elided = (stats.elided ?? 0) + 1
+      return after({ ...message, content: withText(message.content, standIn) })
+    }
     const shown = addShown(table, record)
     if (shown.stub) stats.stubs++
     return after({ ...message, content: shown.content })

@@ -2,17 +2,27 @@ import type { Door, Json, View } from './door.js'
 import { placeAnswers, restoreAnswers, type AnswerPlace, type Placed } from '../session/answers.js'
 import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'
+import { NO_ELISION, readElision, withBatch, writeBatch } from '../session/elision.js'
 import { keys } from '../session/records.js'
 import { signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
 import type { Profile } from '../tools/index.js'
 import { contentText, type ChatMessage, type ToolDefinition } from '../wire/chat.js'
 import { appendItems } from './body.js'
-import { rebuildHistory, toolKeys, type HistoryDeps, type HistoryStats } from './rebuild.js'
+import { dueBatch, liveResults, standIn, type ElideSettings } from './elide.js'
+import {
+  rebuildHistory,
+  toolKeys,
+  type HistoryDeps,
+  type HistoryStats,
+  type Rebuilt,
+} from './rebuild.js'
 import type { SpliceState } from './splice.js'
 
 export interface ShapeDeps extends HistoryDeps {
   readonly promptBlock: string
+  /** `--elide`: batches of old results replaced by stand-ins; absent, nothing is elided. */
+  readonly elide?: ElideSettings | undefined
 }
 
 /** One request's items on their way upstream: the whole history, or what goes on from `start`. */
@@ -46,16 +56,18 @@ export interface Shaped {
 
 /**
  * The shared core of every door: finds the session, renders new tool results (known ones as
- * first rendered), puts recall exchanges back where the client has their answers, and joins
- * the items' upstream bytes after the known ones.
+ * first rendered), puts recall exchanges back where the client has their answers, elides a
+ * batch of old results when one is due (`--elide`), and joins the items' upstream bytes after
+ * the known ones. Undefined on the fast path when the full path must decide (a batch is due).
  */
-export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Shaped> {
+export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Shaped | undefined> {
   const { door, request, items, view, start } = input
   const continuity = continuityOf(input, deps.profile)
   const covered = Math.max(0, items.length - door.holdback)
   const snapshotAt = firstAt(view, covered)
   const tools = toolKeys(view.messages, start?.history, snapshotAt)
   const base = start?.itemCount ?? 0
+  const count = base + items.length
   const answers = placeAnswers(door, items, base, start?.lastDigest ?? '')
   const session = start
     ? new SessionRef(input.identity, start.scope)
@@ -65,7 +77,14 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
         deps.store,
         continuity,
       )
-  const rebuilt = await rebuildHistory(
+  const elide = deps.elide
+  let elision = start?.history.elision ?? NO_ELISION
+  if (!start && elide && session.scope !== undefined)
+    elision = await readElision(session.scope, deps.store, count)
+  // Another process's newer batch, or one that applies from here on: the full path decides.
+  const newerBatch = start && elide ? [keys.elision(elision.batches + 1)] : []
+  if (start && elision.pending.some((at) => at <= count)) return undefined
+  let rebuilt = await rebuildHistory(
     {
       messages: view.messages,
       keys: tools,
@@ -74,28 +93,45 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
       continuity,
       start: start?.history,
       snapshotAt,
-      extraKeys: answers.placed.map((p) => keys.hidden(p.key)),
+      extraKeys: [...answers.placed.map((p) => keys.hidden(p.key)), ...newerBatch],
+      elision,
     },
     deps,
   )
-  const written = door.writeBack(items, view, rebuilt.messages)
-  const restored = restoreAnswers(door, items, written, answers.placed, rebuilt.extra)
-  const perItem = restored.items
-  // The prompt block (chat: in the first system message, or before it) counts as item 0.
-  if (!start) perItem[0] = door.withBlockItems(perItem[0] ?? [], deps.promptBlock)
-  const texts = perItem.map((list) => list.map((item) => JSON.stringify(item)).join(','))
+  if (newerBatch.length > 0 && rebuilt.extra.at(-1) !== undefined) return undefined
   const known = start?.items ?? []
-  const joined = (upTo: number) =>
-    texts
-      .slice(0, upTo)
-      .filter((text) => text !== '')
-      .join(',')
-  const stats = { ...rebuilt.stats, restoredExchanges: restored.restored }
-  const place = { index: base + items.length, previous: answers.last }
-  const shaped = { session, items: appendItems(known, joined(texts.length)), stats, place }
+  let upstream = upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
+  const liveNow = () => [
+    ...(start?.live ?? []),
+    ...liveResults(
+      view,
+      tools.keys,
+      rebuilt.messages,
+      rebuilt.state.elision,
+      base,
+      upstream.offsets(known),
+    ),
+  ]
+  let live = liveNow()
+  const due =
+    elide && session.scope !== undefined ? dueBatch(live, upstream.total(known), elide) : undefined
+  if (due && start) return undefined
+  if (due && session.scope !== undefined && elide) {
+    const rendered = new Map(tools.keys.map((key, i) => [key, rebuilt.messages[i]!] as const))
+    const texts = Object.fromEntries(
+      due.map((r) => [r.key, standIn(contentText(rendered.get(r.key)?.content), elide)]),
+    )
+    const batch = await writeBatch(session.scope, deps.store, elision, { at: count, texts })
+    rebuilt = rebuilt.reassemble(withBatch(elision, batch, count))
+    upstream = upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
+    live = liveNow()
+  }
+  const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
+  const place = { index: count, previous: answers.last }
+  const shaped = { session, items: appendItems(known, upstream.joined()), stats, place }
   // A join across the remembered end would change bytes the next request splices: none then;
   // nor an empty history (chat: the prompt block would be left out).
-  const crossing = covered < items.length && covered > 0 && perItem[covered]?.length === 0
+  const crossing = covered < items.length && covered > 0 && upstream.perItem[covered]?.length === 0
   const scope = session.scope
   if (!rebuilt.snapshot || scope === undefined || crossing || (items.length === 0 && !start))
     return shaped
@@ -103,14 +139,61 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const remember = {
     scope,
     systemKey: continuity.systemKey,
-    items: covered === items.length ? shaped.items : appendItems(known, joined(covered)),
+    items: covered === items.length ? shaped.items : appendItems(known, upstream.joined(covered)),
     itemCount: base + covered,
     lastDigest: covered === 0 ? (start?.lastDigest ?? '') : door.itemDigest(items[covered - 1]!),
     history: rebuilt.snapshot,
+    live: live.filter((result) => result.item < base + covered),
     covered,
     endsWithMarker: lastView !== undefined && isMarker(lastView, deps.profile),
   }
   return { ...shaped, remember }
+}
+
+/**
+ * The upstream text of each client item: renderings written back, hidden exchanges restored
+ * (joined where the API wants), the prompt block in the first (chat) on the full path.
+ */
+function upstreamItems(
+  input: ShapeInput,
+  rebuilt: Rebuilt,
+  placed: readonly Placed[],
+  promptBlock: string,
+) {
+  const { door, items, view, start } = input
+  const written = door.writeBack(items, view, rebuilt.messages)
+  const hiddenValues = rebuilt.extra.slice(0, placed.length)
+  const restored = restoreAnswers(door, items, written, placed, hiddenValues)
+  const perItem = restored.items
+  if (!start) perItem[0] = door.withBlockItems(perItem[0] ?? [], promptBlock)
+  const texts = perItem.map((list) => list.map((item) => JSON.stringify(item)).join(','))
+  const joined = (upTo = texts.length) =>
+    texts
+      .slice(0, upTo)
+      .filter((text) => text !== '')
+      .join(',')
+  return {
+    perItem,
+    restored: restored.restored,
+    joined,
+    /** Upstream bytes of the known items and of this request's. */
+    total: (known: readonly Buffer[]) => afterKnown(known, joined()) + Buffer.byteLength(joined()),
+    /** For each client item, the upstream bytes before it. */
+    offsets(known: readonly Buffer[]): number[] {
+      let at = afterKnown(known, joined())
+      return texts.map((text) => {
+        const offset = at
+        if (text !== '') at += Buffer.byteLength(text) + 1
+        return offset
+      })
+    },
+  }
+}
+
+/** Where the request's own items begin upstream: after the known ones and their comma. */
+function afterKnown(known: readonly Buffer[], added: string): number {
+  const bytes = known.reduce((sum, piece) => sum + piece.length, 0)
+  return bytes > 0 && added !== '' ? bytes + 1 : bytes
 }
 
 /** The tenant's keys that may name the request's session: summaries, results, answers. */

@@ -1,3 +1,4 @@
+import type { Live } from './elide.js'
 import type { HistoryState } from './rebuild.js'
 
 /**
@@ -25,6 +26,8 @@ export interface SpliceState {
   readonly itemCount: number
   readonly lastDigest: string
   readonly history: HistoryState
+  /** The tool results those items show in full (for `--elide`'s next batch). */
+  readonly live: readonly Live[]
 }
 
 export class SpliceCache {

@@ -14,6 +14,8 @@ export const keys = {
   /** The id given to the first result a tool call id came with. */
   callId: (toolCallId: string) => 't:' + toolCallId,
   compaction: (summaryKey: string) => 'c:' + summaryKey,
+  /** The n-th batch of elided results (from 1). */
+  elision: (n: number) => 'e:' + n,
   ownerOfTool: (messageKey: string) => 'o:m:' + messageKey,
   ownerOfAnswer: (place: string) => 'o:h:' + place,
   ownerOfSummary: (summaryKey: string) => 'o:c:' + summaryKey,

@@ -4,6 +4,7 @@ import { loadLoop, loadPromptBlock } from '../../src/config/loop.js'
 import { pipelineSettings } from '../../src/config/pipeline.js'
 import { SpliceCache } from '../../src/pipeline/splice.js'
 import { createApp } from '../../src/http/app.js'
+import type { ElideSettings } from '../../src/pipeline/elide.js'
 import type { Recorder } from '../../src/pipeline/handle.js'
 import { silentLogger, type Logger } from '../../src/log.js'
 import type { StatsCollector } from '../../src/stats/index.js'
@@ -36,13 +37,18 @@ export async function startProxy(options: {
   authSecret?: string
   /** Sees each shaped request (`--record`). */
   recorder?: Recorder
+  /** `--elide` and its settings. */
+  elide?: ElideSettings
 }): Promise<TestProxy> {
   const upstream = createUpstream({
     baseUrl: options.upstreamUrl,
     timeoutMs: options.timeoutMs ?? 30_000,
   })
   const app = createApp({
-    ...pipelineSettings(loop, { sessionHeader: options.sessionHeader ?? 'x-session-id' }),
+    ...pipelineSettings(loop, {
+      sessionHeader: options.sessionHeader ?? 'x-session-id',
+      elide: options.elide,
+    }),
     ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
     store: options.stats ? timedStore(options.store, options.stats) : options.store,
     stats: options.stats,

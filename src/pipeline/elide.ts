@@ -1,0 +1,88 @@
+import type { ChatMessage } from '../wire/chat.js'
+import { contentText } from '../wire/chat.js'
+import type { Elision } from '../session/elision.js'
+
+/** `--elide` and its settings: when a batch of old results is replaced by stand-ins. */
+export interface ElideSettings {
+  /** Old results (all but the last `keepResults`) must reach this many tokens. */
+  readonly thresholdTokens: number
+  /** The most recent results are never elided. */
+  readonly keepResults: number
+  /** How many later requests a batch is expected to pay over. */
+  readonly horizon: number
+  /** The share taken off a cached input token (0.9: cached tokens cost a tenth). */
+  readonly cachedDiscount: number
+  /** What writing the cache costs on top of an input token (Anthropic: 0.25). */
+  readonly writePremium: number
+  /** The stand-in: `{bracket}` is the result's first bracket, `{id}` its id. */
+  readonly standIn: string
+}
+
+/** A tool result the model still sees in full, and where its item begins upstream (bytes). */
+export interface Live {
+  readonly key: string
+  /** The rendering's length in UTF-16 units. */
+  readonly chars: number
+  /** The client item that carries it, and the upstream bytes before that item. */
+  readonly item: number
+  readonly offset: number
+}
+
+/** Characters per token for the decision: an estimate, the same on every replica. */
+const CHARS_PER_TOKEN = 4
+/** A rendering shorter than this stays: its stand-in would save next to nothing. */
+const MIN_CHARS = 400
+
+/**
+ * The tool results of `view` not elided, with their items' upstream offsets (`offsets[i]`:
+ * the bytes before client item i).
+ */
+export function liveResults(
+  view: { readonly messages: readonly ChatMessage[]; readonly origins: readonly number[] },
+  toolKeys: readonly (string | undefined)[],
+  rendered: readonly ChatMessage[],
+  elision: Elision,
+  base: number,
+  offsets: readonly number[],
+): Live[] {
+  return toolKeys.flatMap((key, i) => {
+    if (key === undefined || elision.texts.has(key)) return []
+    const item = view.origins[i]!
+    const chars = contentText(rendered[i]!.content).length
+    return [{ key, chars, item: base + item, offset: offsets[item]! }]
+  })
+}
+
+/**
+ * The keys of a batch due now, or undefined. A batch breaks the prompt cache once, where its
+ * first result stands: the tokens from there on are sent (and written to the cache) again. It
+ * pays when what it takes out, over the horizon, costs more than that:
+ *   saved × (1 − cachedDiscount) × horizon ≥ after × (cachedDiscount + writePremium)
+ * with `saved` the tokens it takes out and `after` the tokens from its first result to the end.
+ */
+export function dueBatch(
+  live: readonly Live[],
+  totalBytes: number,
+  settings: ElideSettings,
+): Live[] | undefined {
+  const old = live
+    .slice(0, Math.max(0, live.length - settings.keepResults))
+    .filter((result) => result.chars >= MIN_CHARS)
+  const first = old[0]
+  if (!first) return undefined
+  const oldChars = old.reduce((sum, result) => sum + result.chars, 0)
+  if (oldChars / CHARS_PER_TOKEN < settings.thresholdTokens) return undefined
+  const standInChars = settings.standIn.length + 40
+  const saved = (oldChars - old.length * standInChars) / CHARS_PER_TOKEN
+  const after = (totalBytes - first.offset) / CHARS_PER_TOKEN - saved
+  const gain = saved * (1 - settings.cachedDiscount) * settings.horizon
+  const cost = Math.max(0, after) * (settings.cachedDiscount + settings.writePremium)
+  return gain >= cost ? old : undefined
+}
+
+/** A result's stand-in: its first bracket (id, and a read's path and lines) and the notice. */
+export function standIn(rendering: string, settings: ElideSettings): string {
+  const bracket = /^\[[^\]\n]*\]/.exec(rendering)?.[0] ?? ''
+  const id = /^\[(#[0-9a-f]+)/.exec(bracket)?.[1] ?? ''
+  return settings.standIn.replaceAll('{bracket}', bracket).replaceAll('{id}', id)
+}

@@ -1,0 +1,59 @@
+import type { Store } from '../store/store.js'
+import { keys, parseRecord } from './records.js'
+
+/**
+ * Cache-aware elision (beyond spec 3.0.0, opt-in): old tool results replaced in batches by a
+ * one-line stand-in. A batch is stored with the session, so every later request of any process
+ * carries the same bytes; it applies to requests at least as long as the one that decided it.
+ */
+export interface ElisionBatch {
+  /** Client items of the request that decided it: shorter ones (a rewind) go without it. */
+  readonly at: number
+  /** Tool message key -> the stand-in's text. */
+  readonly texts: Readonly<Record<string, string>>
+}
+
+/** The batches a request goes with. */
+export interface Elision {
+  /** Batch records read (the next one is number batches + 1). */
+  readonly batches: number
+  /** The stand-ins of every batch that applies. */
+  readonly texts: ReadonlyMap<string, string>
+  /** Where batches that do not apply yet begin to (after a rewind). */
+  readonly pending: readonly number[]
+}
+
+export const NO_ELISION: Elision = { batches: 0, texts: new Map(), pending: [] }
+
+/** Every batch of a session, applied as far as the request's length allows. */
+export async function readElision(scope: string, store: Store, items: number): Promise<Elision> {
+  let elision = NO_ELISION
+  for (;;) {
+    const [value] = await store.get(scope, [keys.elision(elision.batches + 1)])
+    const batch = parseRecord<ElisionBatch>(value)
+    if (!batch) return elision
+    elision = withBatch(elision, batch, items)
+  }
+}
+
+export function withBatch(elision: Elision, batch: ElisionBatch, items: number): Elision {
+  const applies = batch.at <= items
+  return {
+    batches: elision.batches + 1,
+    texts: applies ? new Map([...elision.texts, ...Object.entries(batch.texts)]) : elision.texts,
+    pending: applies ? elision.pending : [...elision.pending, batch.at],
+  }
+}
+
+/** Stores batch number `elision.batches + 1`; first writer wins, and the winner is returned. */
+export async function writeBatch(
+  scope: string,
+  store: Store,
+  elision: Elision,
+  batch: ElisionBatch,
+): Promise<ElisionBatch> {
+  const [winner] = await store.putIfAbsent(scope, [
+    [keys.elision(elision.batches + 1), JSON.stringify(batch)],
+  ])
+  return JSON.parse(winner!) as ElisionBatch
+}

@@ -1,0 +1,210 @@
+/**
+ * `--elide` (beyond spec 3.0.0): old tool results replaced in one batch by a stand-in, on every
+ * door. One deliberate break of the history, then the same bytes again: fast path or full,
+ * after a restart, on two replicas of one Redis; every elided id recalls in full.
+ */
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { dueBatch, standIn, type ElideSettings } from '../../src/pipeline/elide.js'
+import { createStore, type Store } from '../../src/store/index.js'
+import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
+import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { startRedis, type TestRedis } from '../helpers/redis-server.js'
+
+const DAY = 86_400_000
+const ELIDE: ElideSettings = {
+  thresholdTokens: 5000,
+  keepResults: 2,
+  horizon: 20,
+  cachedDiscount: 0.9,
+  writePremium: 0,
+  standIn: '{bracket} Elided to keep the context small: recall {id} shows it in full.',
+}
+
+/** A different output per step, ~6,000 characters each. */
+function output(step: number): string {
+  return Array.from({ length: 240 }, (_, i) => `step ${step} line ${i + 1} of the log`).join('\n')
+}
+
+const STEPS = 9
+
+/** The model: STEPS Bash calls, then a recall of #0001, then a reply. */
+function script(door: Door) {
+  let n = 0
+  return (request: RecordedRequest) => {
+    const step = n++
+    const call = (name: string, args: Record<string, unknown>): DoorCall => ({
+      id: `call_${step}`,
+      name,
+      args,
+    })
+    if (step < STEPS)
+      return door.respond(request, { calls: [call('Bash', { command: `log ${step}` })] }, step)
+    if (step === STEPS)
+      return door.respond(request, { calls: [call('recall', { id: '#0001' })] }, step)
+    return door.respond(request, { text: 'Done.' }, step)
+  }
+}
+
+interface Deployment {
+  url(request: number): string
+  /** Called before each client request (a restart happens here). */
+  before(request: number): Promise<void>
+  close(): Promise<void>
+}
+
+async function session(door: Door, deploy: (upstream: string) => Promise<Deployment>) {
+  const upstream = await startFakeUpstream()
+  upstream.setScript(script(door))
+  const deployment = await deploy(upstream.url)
+  const client = door.client({ stream: false })
+  client.user('work')
+  try {
+    for (let request = 0; request < STEPS + 2; request++) {
+      await deployment.before(request)
+      const answer = await client.send(deployment.url(request))
+      assert.equal(answer.status, 200, answer.raw.slice(0, 300))
+      if (answer.calls.length === 0) break
+      assert.ok(!answer.calls.some((c) => c.name === 'recall'), 'the client never sees recall')
+      const step = Number(String(answer.calls[0]!.args.command).split(' ')[1])
+      client.results(answer.calls, [output(step)])
+    }
+  } finally {
+    await deployment.close()
+    await upstream.close()
+  }
+  return upstream.requests
+    .filter((r) => r.path.endsWith(door.upstreamPath))
+    .map((r) => JSON.stringify(r.json[door.historyField]))
+}
+
+async function single(
+  upstreamUrl: string,
+  store: Store,
+  extra: { spliceChars?: number } = {},
+): Promise<Deployment> {
+  const proxy = await startProxy({ upstreamUrl, store, elide: ELIDE, ...extra })
+  return { url: () => proxy.url, before: async () => {}, close: () => proxy.close() }
+}
+
+/** Where a history stops being the previous one's start: the breaks of the cache. */
+function breaks(histories: readonly string[]): number[] {
+  const out: number[] = []
+  for (let i = 1; i < histories.length; i++)
+    if (!histories[i]!.startsWith(histories[i - 1]!.slice(0, -1))) out.push(i)
+  return out
+}
+
+describe('--elide on every door', () => {
+  let redis: TestRedis
+  const dir = mkdtempSync(join(tmpdir(), 'lembas-elide-'))
+  before(async () => {
+    redis = await startRedis()
+  })
+  after(async () => {
+    await redis.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  for (const door of DOORS) {
+    test(`${door.name}: one batch, one break, the same bytes on every path`, async () => {
+      const memory = async () => createStore('memory:', { idleTtlMs: DAY })
+      const fast = await session(door, async (url) => single(url, await memory()))
+      const full = await session(door, async (url) =>
+        single(url, await memory(), { spliceChars: 0 }),
+      )
+      assert.deepEqual(full, fast, 'the full path sends what the fast path sends')
+
+      const batchAt = breaks(fast)
+      assert.equal(batchAt.length, 1, `one deliberate break: ${batchAt}`)
+      const afterBatch = fast[batchAt[0]!]!
+      assert.match(
+        afterBatch,
+        /\[#0001\] Elided to keep the context small: recall #0001 shows it in full\./,
+      )
+      const last = fast.at(-1)!
+      // The last two results stay whole; nothing is ever a stub of an elided result.
+      assert.ok(last.includes(`step ${STEPS - 1} line 240 of the log`))
+      assert.doesNotMatch(last, /Same result as #0001|Unchanged since #0001/)
+      // The recall of an elided id is answered with its full text.
+      assert.match(
+        last,
+        /\[#[0-9a-f]{4} recall #0001 lines 1-240 of 240\]\\nstep 0 line 1 of the log/,
+      )
+      assert.ok(
+        afterBatch.length < fast[batchAt[0]! - 1]!.length,
+        'the history is smaller after it',
+      )
+
+      // A restart on one SQLite file, in the middle, batch included.
+      const file = join(dir, `${door.name}.db`)
+      let proxy: TestProxy | undefined
+      let store: Store | undefined
+      const restarted = await session(door, async (url) => ({
+        url: () => proxy!.url,
+        async before(request) {
+          if (request !== 0 && request !== batchAt[0]! + 1) return
+          await proxy?.close()
+          await store?.close()
+          store = await createStore('sqlite:' + file, { idleTtlMs: DAY })
+          proxy = await startProxy({ upstreamUrl: url, store, elide: ELIDE })
+        },
+        async close() {
+          await proxy?.close()
+          await store?.close()
+        },
+      }))
+      assert.deepEqual(restarted, fast, 'a restart sends the same bytes')
+
+      // Two replicas on one Redis, taking requests in turn.
+      const stores = await Promise.all([0, 1].map(() => createStore(redis.url, { idleTtlMs: DAY })))
+      const replicas = await session(door, async (url) => {
+        const proxies = await Promise.all(
+          stores.map((s) => startProxy({ upstreamUrl: url, store: s, elide: ELIDE })),
+        )
+        return {
+          url: (request) => proxies[request % 2]!.url,
+          before: async () => {},
+          async close() {
+            for (const p of proxies) await p.close()
+            for (const s of stores) await s.close()
+          },
+        }
+      })
+      assert.deepEqual(replicas, fast, 'two replicas send the same bytes')
+    })
+  }
+})
+
+describe('when a batch pays', () => {
+  const live = (chars: number[]) =>
+    chars.map((n, i) => ({ key: `k${i}`, chars: n, item: i * 2, offset: i * 1000 }))
+
+  test('old results past the threshold, worth more over the horizon than the break costs', () => {
+    const results = live([20_000, 20_000, 20_000, 500, 500])
+    const total = 70_000
+    assert.deepEqual(
+      dueBatch(results, total, ELIDE)?.map((r) => r.key),
+      ['k0', 'k1', 'k2'],
+      'all but the last two, at once',
+    )
+    assert.equal(dueBatch(results, total, { ...ELIDE, thresholdTokens: 20_000 }), undefined)
+    // Over one request, saving 15k tokens at a tenth of the price never pays for a break.
+    assert.equal(dueBatch(results, total, { ...ELIDE, horizon: 1 }), undefined)
+    // A cache-write premium makes the break dearer: a short horizon no longer pays.
+    assert.ok(dueBatch(results, total, { ...ELIDE, horizon: 3 }))
+    assert.equal(dueBatch(results, total, { ...ELIDE, horizon: 3, writePremium: 1.25 }), undefined)
+  })
+
+  test('short renderings stay; the stand-in keeps the bracket and names recall', () => {
+    assert.equal(dueBatch(live([300, 300, 300, 300, 300, 300]), 3000, ELIDE), undefined)
+    assert.equal(
+      standIn('[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab]\n1\tconst a = 1', ELIDE),
+      '[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab] Elided to keep the context small: recall #000c shows it in full.',
+    )
+  })
+})
