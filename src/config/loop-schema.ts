@@ -51,7 +51,12 @@ export const ProxySchema = z.strictObject({
     tool_name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
     max_rounds: count,
     description: z.string().min(1),
-    parameters: z.strictObject({ id: z.string(), offset: z.string(), limit: z.string() }),
+    /** Each parameter's description; one left out is sent without (every token counts). */
+    parameters: z.strictObject({
+      id: z.string().min(1).optional(),
+      offset: z.string().min(1).optional(),
+      limit: z.string().min(1).optional(),
+    }),
   }),
 })
 

@@ -23,15 +23,20 @@ export function recallSetup(recall: Loop['proxy']['recall']): RecallSetup {
         parameters: {
           type: 'object',
           properties: {
-            id: { type: 'string', description: recall.parameters.id },
-            offset: { type: 'integer', description: recall.parameters.offset },
-            limit: { type: 'integer', description: recall.parameters.limit },
+            id: parameter('string', recall.parameters.id),
+            offset: parameter('integer', recall.parameters.offset),
+            limit: parameter('integer', recall.parameters.limit),
           },
           required: ['id'],
         },
       },
     },
   }
+}
+
+/** A parameter's schema: its description only when loop.json gives one. */
+function parameter(type: string, description: string | undefined): Record<string, string> {
+  return description === undefined ? { type } : { type, description }
 }
 
 /**
