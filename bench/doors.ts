@@ -36,7 +36,10 @@ export interface DoorsContext {
   iterations: number | undefined
   /** Tags the proxies' log lines with the part of the run they belong to. */
   setLabel(label: string): void
-  /** Notes the proxies' log lines; the function returned waits until each has `count` more. */
+  /**
+   * Notes how many lines each lembas has logged; the function returned waits until each has
+   * logged `count` more (a stream's line may come after the client saw its last byte).
+   */
   mark?: () => (count: number) => Promise<void>
   log(message: string): void
 }
@@ -150,7 +153,8 @@ async function alternateDoors(
       for (const target of targets) if (target.stateful) await hit(s, target, s.session.base())
     await settled?.(sessions.length)
     ctx.setLabel(label)
-    for (let k = 0; k < size.sessionSteps && iteration < iterations; k++, iteration++) {
+    let steps = 0
+    for (let k = 0; k < size.sessionSteps && iteration < iterations; k++, iteration++, steps++) {
       const bodies = sessions.map((s) => {
         const body = s.session.next()
         bodyBytes.get(s.door)!.push(body.length)
@@ -166,6 +170,8 @@ async function alternateDoors(
         }
       }
     }
+    // Every line of these sessions in before the next ones' mark.
+    await settled?.(sessions.length * (1 + steps))
   }
   await Promise.all([...clients.values()].map((c) => c.close()))
   const rows: DoorRow[] = []
@@ -195,12 +201,10 @@ export async function doorsPhase(
   size: SizeClass,
   stream: boolean,
 ): Promise<DoorsPhase> {
-  const given = ctx.iterations
-  const n = stream
-    ? given === undefined
-      ? size.streamIterations
-      : Math.max(2, Math.round(given / 2))
-    : (given ?? size.iterations)
+  // Twice the latency phase's iterations by default: a door's ratio to the chat door is read
+  // from two p50s, and at 1 MB 60 iterations are only 3 sessions of each door.
+  const given = ctx.iterations ?? size.iterations * 2
+  const n = stream ? Math.max(2, Math.round(given / 2)) : given
   const kind = stream ? 'doors-stream' : 'doors'
   ctx.log(
     `${kind} ${size.name} (${ctx.doors.join(', ')}): warm-up ${size.warmup}, then ${n} alternating iterations`,

@@ -74,7 +74,8 @@ const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run ben
                        phases: 10kb,1mb unless --sizes is given)
   --phases LIST        ${PHASES.join(',')} (default: all)
   --doors LIST         front doors of the doors phases: ${DOORS.join(',')} (default: all)
-  --iterations N       measured iterations per size, overriding 200/60/20 (streaming: half)
+  --iterations N       measured iterations per size, overriding 200/60/20 (streaming: half;
+                       the doors phases: 400/120/40)
   --duration S         seconds per throughput point (default 5)
   --concurrency LIST   throughput concurrencies (default 1,8,32,128)
   --rss-sessions N     concurrent sessions of the RSS run (default 64)
@@ -435,6 +436,8 @@ async function alternating(
         samples.get(target.name)!.push(await hit(target, name, body))
       }
     }
+    // Every line of this session in before the next one's mark (and before the store's counters).
+    await settled(1 + measured)
     await tally?.add(measured)
   }
   await Promise.all([...clients.values()].map((c) => c.close()))
