@@ -44,7 +44,7 @@ async function run(config: Config): Promise<void> {
   const app = createApp({
     ...pipelineSettings(loop, {
       sessionHeader: config.sessionHeader,
-      elide: elideSettings(config),
+      elide: elideSettings(config, loop),
     }),
     store: timedStore(store, stats),
     stats,

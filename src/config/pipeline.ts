@@ -2,25 +2,25 @@ import type { ElideSettings } from '../pipeline/elide.js'
 import { recallSetup } from '../pipeline/recall.js'
 import { SpliceCache } from '../pipeline/splice.js'
 import { defaultProfile } from '../tools/index.js'
-import { loadPromptBlock } from './loop.js'
+import { loadLoop, loadPromptBlock } from './loop.js'
 import type { Loop } from './loop-schema.js'
 import { sessionSources } from './sessions.js'
 
 /** Characters of upstream history kept in memory for the fast path, over all sessions. */
 const SPLICE_CHARS = 64 * 1024 * 1024
 
-/** `--elide`'s stand-in: the result's first bracket and where its full text is. */
-const STAND_IN = '{bracket} Elided to keep the context small: recall {id} shows it in full.'
-
-/** The elision settings, from the flags; undefined (nothing elided) without --elide. */
-export function elideSettings(config: {
-  elide: boolean
-  elideThreshold: number
-  elideKeep: number
-  elideHorizon: number
-  cachedDiscount: number
-  cacheWritePremium: number
-}): ElideSettings | undefined {
+/** The elision settings, from the flags and loop.json; undefined (nothing elided) without --elide. */
+export function elideSettings(
+  config: {
+    elide: boolean
+    elideThreshold: number
+    elideKeep: number
+    elideHorizon: number
+    cachedDiscount: number
+    cacheWritePremium: number
+  },
+  loop: Loop = loadLoop(),
+): ElideSettings | undefined {
   if (!config.elide) return undefined
   return {
     thresholdTokens: config.elideThreshold,
@@ -28,7 +28,7 @@ export function elideSettings(config: {
     horizon: config.elideHorizon,
     cachedDiscount: config.cachedDiscount,
     writePremium: config.cacheWritePremium,
-    standIn: STAND_IN,
+    standIn: loop.proxy.elide.stand_in,
   }
 }
 

@@ -30,8 +30,8 @@ export interface Live {
 
 /** Characters per token for the decision: an estimate, the same on every replica. */
 const CHARS_PER_TOKEN = 4
-/** A rendering shorter than this stays: its stand-in would save next to nothing. */
-const MIN_CHARS = 400
+/** A rendering shorter than this many stand-ins stays: eliding it would save next to nothing. */
+const MIN_STAND_INS = 3
 
 /**
  * The tool results of `view` not elided, with their items' upstream offsets (`offsets[i]`:
@@ -65,14 +65,15 @@ export function dueBatch(
   totalBytes: number,
   settings: ElideSettings,
 ): Live[] | undefined {
+  // A stand-in is its template with a bracket (up to ~60 characters for a read) in it.
+  const standInChars = settings.standIn.length + 40
   const old = live
     .slice(0, Math.max(0, live.length - settings.keepResults))
-    .filter((result) => result.chars >= MIN_CHARS)
+    .filter((result) => result.chars >= MIN_STAND_INS * standInChars)
   const first = old[0]
   if (!first) return undefined
   const oldChars = old.reduce((sum, result) => sum + result.chars, 0)
   if (oldChars / CHARS_PER_TOKEN < settings.thresholdTokens) return undefined
-  const standInChars = settings.standIn.length + 40
   const saved = (oldChars - old.length * standInChars) / CHARS_PER_TOKEN
   const after = (totalBytes - first.offset) / CHARS_PER_TOKEN - saved
   const gain = saved * (1 - settings.cachedDiscount) * settings.horizon

@@ -12,7 +12,7 @@ import { dueBatch, standIn, type ElideSettings } from '../../src/pipeline/elide.
 import { createStore, type Store } from '../../src/store/index.js'
 import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { loop, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 
 const DAY = 86_400_000
@@ -22,7 +22,7 @@ const ELIDE: ElideSettings = {
   horizon: 20,
   cachedDiscount: 0.9,
   writePremium: 0,
-  standIn: '{bracket} Elided to keep the context small: recall {id} shows it in full.',
+  standIn: loop.proxy.elide.stand_in,
 }
 
 /** A different output per step, ~6,000 characters each. */
@@ -122,10 +122,7 @@ describe('--elide on every door', () => {
       const batchAt = breaks(fast)
       assert.equal(batchAt.length, 1, `one deliberate break: ${batchAt}`)
       const afterBatch = fast[batchAt[0]!]!
-      assert.match(
-        afterBatch,
-        /\[#0001\] Elided to keep the context small: recall #0001 shows it in full\./,
-      )
+      assert.match(afterBatch, /\[#0001\] Elided: recall #0001 shows it\./)
       const last = fast.at(-1)!
       // The last two results stay whole; nothing is ever a stub of an elided result.
       assert.ok(last.includes(`step ${STEPS - 1} line 240 of the log`))
@@ -204,7 +201,7 @@ describe('when a batch pays', () => {
     assert.equal(dueBatch(live([300, 300, 300, 300, 300, 300]), 3000, ELIDE), undefined)
     assert.equal(
       standIn('[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab]\n1\tconst a = 1', ELIDE),
-      '[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab] Elided to keep the context small: recall #000c shows it in full.',
+      '[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab] Elided: recall #000c shows it.',
     )
   })
 })
