@@ -94,3 +94,20 @@ function pattern(template: string, groups: Record<string, string> = {}): string 
     })
     .join('')
 }
+
+/**
+ * Counts the tool messages that are an `--elide` stand-in: the template with a bracket and an id
+ * (either may be empty) in it.
+ */
+export function standInCounter(template: string) {
+  const standIn = new RegExp(
+    `^${pattern(template, { bracket: '(?:\\[[^\\]\\n]*\\])?', id: '(?:#[0-9a-f]+)?' })}$`,
+  )
+  return function count(messages: readonly unknown[]): number {
+    let n = 0
+    for (const message of messages)
+      if (isRecord(message) && message.role === 'tool' && standIn.test(firstText(message.content)))
+        n++
+    return n
+  }
+}

@@ -2,9 +2,13 @@
  * Replay input: JSONL files, either `--record` lines (`{at, session, received, sent}`: the
  * client's body is `received`, the session the recorded one) or plain chat request bodies, one
  * per line (a file is one session), as test/fixtures/agents/<agent>/session.jsonl holds them.
+ * A file whose name ends in `.xz` is read through `xz -dc`.
  */
+import { spawn } from 'node:child_process'
 import { createReadStream } from 'node:fs'
 import { createInterface } from 'node:readline'
+import type { Readable } from 'node:stream'
+import { LembasError } from '../errors.js'
 import { isRecord } from '../wire/chat.js'
 
 export interface ReplayEntry {
@@ -31,21 +35,76 @@ export interface ReplaySource {
   readonly lines: AsyncIterable<string> | Iterable<string>
 }
 
-/** A file's lines, opened only when they are read (an open reader would lose them meanwhile). */
+/**
+ * A file's lines, opened only when they are read (an open reader would lose them meanwhile);
+ * `FILE.xz` unpacked by `xz -dc` on the way.
+ */
 export function fileSource(path: string): ReplaySource {
+  if (path.endsWith('.xz')) return xzSource(path)
   return {
     name: path,
     lines: {
       async *[Symbol.asyncIterator]() {
         const input = createReadStream(path, 'utf8')
         try {
-          yield* createInterface({ input, crlfDelay: Infinity })
+          yield* lines(input)
         } finally {
           input.destroy()
         }
       },
     },
   }
+}
+
+/** The program that unpacks `.xz` files, and what to do without it. */
+const XZ = 'xz'
+const NO_XZ = `${XZ} (from xz-utils) is not installed; install it, or unpack the file first (xz -dk FILE)`
+
+function xzSource(path: string): ReplaySource {
+  return {
+    name: path,
+    lines: {
+      async *[Symbol.asyncIterator]() {
+        const child = spawn(XZ, ['-dc', '--', path], { stdio: ['ignore', 'pipe', 'pipe'] })
+        let stderr = ''
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+        const ended = new Promise<{ code: number | null; error?: Error }>((resolve) => {
+          child.on('error', (error) => resolve({ code: null, error }))
+          child.once('close', (code) => resolve({ code }))
+        })
+        let done = false
+        try {
+          yield* lines(child.stdout.setEncoding('utf8'))
+          done = true
+        } finally {
+          if (!done) child.kill()
+        }
+        const { code, error } = await ended
+        if ((error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT')
+          throw new LembasError('config_invalid', `replay: ${path}: ${NO_XZ}`)
+        if (error || code !== 0)
+          throw new LembasError(
+            'config_invalid',
+            `replay: ${path}: ${XZ} -dc failed: ${error?.message ?? (stderr.trim() || `exit ${code}`)}`,
+          )
+      },
+    },
+  }
+}
+
+/** Throws the message naming the missing program when `xz` cannot be run. */
+export async function checkXz(path: string): Promise<void> {
+  const child = spawn(XZ, ['--version'], { stdio: 'ignore' })
+  const error = await new Promise<Error | undefined>((resolve) => {
+    child.on('error', resolve)
+    child.once('close', () => resolve(undefined))
+  })
+  if ((error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT')
+    throw new LembasError('config_invalid', `replay: ${path}: ${NO_XZ}`)
+}
+
+function lines(input: Readable): AsyncIterable<string> {
+  return createInterface({ input, crlfDelay: Infinity })
 }
 
 /** The entries of each source in order; a line that is not a request is reported, not fatal. */

@@ -1,22 +1,32 @@
 /**
  * `lembas-proxy replay`: each session's client requests, in order, through the real proxy (the
- * app in this process, a memory store, a loopback upstream that answers "ok"), and for each
- * request the input tokens three ways: as the client sent it (no proxy), as the proxy sent it
- * upstream, and as an agent that masks its old tool results would have sent it (the baseline).
- * The part of each request that repeats the start of the previous one is what a prompt cache
- * can serve: it is priced at the cached rate.
+ * app in this process, a memory store, a loopback upstream that answers "ok") twice, as it runs
+ * by default and with `--elide` (a second app, its own store), and for each request the input
+ * tokens four ways: as the client sent it (no proxy), as each proxy sent it upstream, and as an
+ * agent that masks its old tool results would have sent it (the baseline). The part of each
+ * request that repeats the start of the previous one is what a prompt cache can serve: it is
+ * priced at the cached rate, the rest at the full rate plus the cache-write premium.
  */
 import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { loadLoop } from '../config/loop.js'
-import { pipelineSettings } from '../config/pipeline.js'
+import { FLAGS } from '../config/flags.js'
+import { elideSettings, pipelineSettings } from '../config/pipeline.js'
 import { createApp } from '../http/app.js'
 import { silentLogger } from '../log.js'
-import { createStore } from '../store/index.js'
+import type { ElideSettings } from '../pipeline/elide.js'
+import { createStore, type Store } from '../store/index.js'
 import { createUpstream } from '../upstream/index.js'
 import { isRecord } from '../wire/chat.js'
-import { actionReader, addActions, noActions, toolCallIds, type Actions } from './actions.js'
+import {
+  actionReader,
+  addActions,
+  noActions,
+  standInCounter,
+  toolCallIds,
+  type Actions,
+} from './actions.js'
 import { maskOldToolResults, type MaskOptions } from './baseline.js'
 import { readEntries, type ReplaySource, type SkippedLine } from './input.js'
 import { commonPrefix, TokenCounter, type TokenSequence } from './tokens.js'
@@ -26,17 +36,38 @@ export interface ReplayOptions {
   readonly pricePerMTok: number
   /** The share of that price taken off a cached token: 0.9 bills it at 10 %. */
   readonly cachedDiscount: number
+  /**
+   * What writing the prompt cache costs on top of an input token (Anthropic: 0.25): every
+   * uncached token is billed at (1 + it) × the price, on every side; the elided side's batches
+   * weigh it too.
+   */
+  readonly cacheWritePremium: number
   readonly mask: MaskOptions
+  /** The elided side's `--elide-threshold`, `--elide-keep` and `--elide-horizon`. */
+  readonly elide: ElideOptions
 }
 
+export interface ElideOptions {
+  readonly threshold: number
+  readonly keep: number
+  readonly horizon: number
+}
+
+/** The proxy's own defaults (src/config/flags.ts) wherever a replay flag is one of its flags. */
 export const DEFAULT_OPTIONS: ReplayOptions = {
   pricePerMTok: 3,
-  cachedDiscount: 0.9,
+  cachedDiscount: Number(FLAGS['cached-discount'].default),
+  cacheWritePremium: Number(FLAGS['cache-write-premium'].default),
   mask: { keep: 2, unit: 'user' },
+  elide: {
+    threshold: Number(FLAGS['elide-threshold'].default),
+    keep: Number(FLAGS['elide-keep'].default),
+    horizon: Number(FLAGS['elide-horizon'].default),
+  },
 }
 
-/** The three ways a request could have gone upstream. */
-export const SIDES = ['client', 'proxy', 'masked'] as const
+/** The four ways a request could have gone upstream. */
+export const SIDES = ['client', 'proxy', 'elided', 'masked'] as const
 export type Side = (typeof SIDES)[number]
 
 /** One request, one side. */
@@ -59,6 +90,8 @@ export interface RequestReport {
   readonly tools: boolean
   readonly sides?: Record<Side, RequestSide>
   readonly actions?: Actions
+  /** Results the elided side sent as stand-ins in this request. */
+  readonly elided?: number
 }
 
 export interface SideTotals {
@@ -73,11 +106,20 @@ export interface SideTotals {
   cost: number
 }
 
+/** What `--elide` did on the elided side. */
+export interface Elisions {
+  /** Requests that elided a new batch of old results. */
+  batches: number
+  /** Results replaced by a stand-in, over the session's requests (a session's last count). */
+  results: number
+}
+
 export interface Totals {
   requests: number
   failed: number
   sides: Record<Side, SideTotals>
   actions: Actions
+  elisions: Elisions
 }
 
 export interface SessionReport {
@@ -98,7 +140,11 @@ interface SessionState {
   readonly header: string
   previous?: Record<Side, TokenSequence>
   knownTools: Set<string>
+  /** Stand-ins in the elided side's previous request. */
+  elided: number
 }
+
+type App = ReturnType<typeof createApp>
 
 const DAY_MS = 86_400_000
 const SESSION_HEADER = 'x-lembas-replay-session'
@@ -110,19 +156,34 @@ export async function replay(
   const loop = loadLoop()
   const upstreamServer = await startAnsweringUpstream()
   const upstream = createUpstream({ baseUrl: upstreamServer.url, timeoutMs: 600_000 })
-  const store = await createStore('memory:', { idleTtlMs: 365 * DAY_MS })
-  const app = createApp({
-    ...pipelineSettings(loop, { sessionHeader: SESSION_HEADER }),
-    store,
-    upstream,
-    log: silentLogger,
-    options: { compactionHeader: 'x-lembas-compaction', maxBodyBytes: 2 ** 30 },
-  })
+  const elide = elideSettings({
+    elide: true,
+    elideThreshold: options.elide.threshold,
+    elideKeep: options.elide.keep,
+    elideHorizon: options.elide.horizon,
+    cachedDiscount: options.cachedDiscount,
+    cacheWritePremium: options.cacheWritePremium,
+  })!
+  const stores: Store[] = []
+  const startApp = async (settings: ElideSettings | undefined): Promise<App> => {
+    const store = await createStore('memory:', { idleTtlMs: 365 * DAY_MS })
+    stores.push(store)
+    return createApp({
+      ...pipelineSettings(loop, { sessionHeader: SESSION_HEADER, elide: settings }),
+      store,
+      upstream,
+      log: silentLogger,
+      options: { compactionHeader: 'x-lembas-compaction', maxBodyBytes: 2 ** 30 },
+    })
+  }
   const counter = new TokenCounter()
   const readActions = actionReader(loop.context)
+  const countStandIns = standInCounter(elide.standIn)
   const sessions = new Map<string, SessionState>()
   const skipped: SkippedLine[] = []
   try {
+    const proxyApp = await startApp(undefined)
+    const elidedApp = await startApp(elide)
     for await (const entry of readEntries(sources, (line) => skipped.push(line))) {
       let state = sessions.get(entry.session)
       if (!state) {
@@ -130,35 +191,27 @@ export async function replay(
           report: { name: entry.name, totals: emptyTotals(), requests: [] },
           header: `replay-${sessions.size + 1}`,
           knownTools: new Set(),
+          elided: 0,
         }
         sessions.set(entry.session, state)
       }
-      const response = await app.fetch(
-        new Request('http://replay.invalid/v1/chat/completions', {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            authorization: 'Bearer lembas-replay',
-            [SESSION_HEADER]: state.header,
-          },
-          body: entry.body,
-        }),
-      )
-      const answer = await response.text()
-      const sent = upstreamServer.take()
+      // The same request to the proxy as it runs by default, then to the one with --elide.
+      const proxied = await send(proxyApp, state.header, entry.body)
+      const elided = await send(elidedApp, state.header, entry.body)
       const client = JSON.parse(entry.body) as Record<string, unknown>
       const where = { file: entry.file, line: entry.line, tools: hasTools(client) }
-      if (response.status !== 200 || sent[0] === undefined) {
-        const error = errorMessage(answer) ?? `status ${response.status}`
-        state.report.requests.push({ ...where, status: response.status, error })
+      if ('error' in proxied || 'error' in elided) {
+        const failed = 'error' in proxied ? proxied : (elided as Failure)
+        const error = ('error' in proxied ? '' : 'with --elide: ') + failed.error
+        state.report.requests.push({ ...where, status: failed.status, error })
         state.report.totals.failed++
         continue
       }
-      const upstreamBody = JSON.parse(sent[0]) as Record<string, unknown>
       const clientMessages = Array.isArray(client.messages) ? client.messages : []
       const sequences: Record<Side, TokenSequence> = {
         client: counter.sequence(client),
-        proxy: counter.sequence(upstreamBody),
+        proxy: counter.sequence(proxied.body),
+        elided: counter.sequence(elided.body),
         masked: counter.sequence({
           tools: client.tools,
           messages: maskOldToolResults(clientMessages, options.mask),
@@ -167,22 +220,64 @@ export async function replay(
       const sides = {} as Record<Side, RequestSide>
       for (const side of SIDES)
         sides[side] = measure(sequences[side], state.previous?.[side], options)
-      const sentMessages = Array.isArray(upstreamBody.messages) ? upstreamBody.messages : []
+      const sentMessages = messagesOf(proxied.body)
       const actions = readActions(sentMessages, state.knownTools)
       state.knownTools = toolCallIds(sentMessages)
       state.previous = sequences
-      state.report.requests.push({ ...where, status: 200, sides, actions })
-      addRequest(state.report.totals, sides, actions)
+      const standIns = countStandIns(messagesOf(elided.body))
+      const elisions: Elisions = {
+        batches: standIns > state.elided ? 1 : 0,
+        results: standIns - state.elided,
+      }
+      state.elided = standIns
+      state.report.requests.push({ ...where, status: 200, sides, actions, elided: standIns })
+      addRequest(state.report.totals, sides, actions, elisions)
     }
   } finally {
     await upstream.close()
     await upstreamServer.close()
-    await store.close()
+    await Promise.all(stores.map((store) => store.close()))
   }
   const reports = [...sessions.values()].map((state) => state.report)
   const total = emptyTotals()
   for (const session of reports) addTotals(total, session.totals)
   return { options, sessions: reports, total, skipped }
+
+  /** One client request through `app`: the body it sent upstream, or why it failed. */
+  async function send(app: App, header: string, body: string): Promise<Sent | Failure> {
+    const response = await app.fetch(
+      new Request('http://replay.invalid/v1/chat/completions', {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer lembas-replay',
+          [SESSION_HEADER]: header,
+        },
+        body,
+      }),
+    )
+    const answer = await response.text()
+    const sent = upstreamServer.take()
+    if (response.status !== 200 || sent[0] === undefined)
+      return {
+        status: response.status,
+        error: errorMessage(answer) ?? `status ${response.status}`,
+      }
+    return { body: JSON.parse(sent[0]) as Record<string, unknown> }
+  }
+}
+
+interface Sent {
+  readonly body: Record<string, unknown>
+}
+
+interface Failure {
+  readonly status: number
+  readonly error: string
+}
+
+function messagesOf(body: Record<string, unknown>): unknown[] {
+  return Array.isArray(body.messages) ? body.messages : []
 }
 
 function measure(
@@ -201,9 +296,18 @@ function measure(
   }
 }
 
-/** Dollars for `tokens` input tokens of which `cached` are served from the cache. */
-export function price(tokens: number, cached: number, options: ReplayOptions): number {
-  const uncached = tokens - cached
+/**
+ * Dollars for `tokens` input tokens of which `cached` are served from the cache; the others are
+ * written to it, at the cache-write premium.
+ */
+export function price(
+  tokens: number,
+  cached: number,
+  options: Pick<ReplayOptions, 'pricePerMTok' | 'cachedDiscount'> & {
+    readonly cacheWritePremium?: number
+  },
+): number {
+  const uncached = (tokens - cached) * (1 + (options.cacheWritePremium ?? 0))
   return ((uncached + cached * (1 - options.cachedDiscount)) * options.pricePerMTok) / 1_000_000
 }
 
@@ -215,13 +319,21 @@ function emptyTotals(): Totals {
   return {
     requests: 0,
     failed: 0,
-    sides: { client: emptySide(), proxy: emptySide(), masked: emptySide() },
+    sides: { client: emptySide(), proxy: emptySide(), elided: emptySide(), masked: emptySide() },
     actions: noActions(),
+    elisions: { batches: 0, results: 0 },
   }
 }
 
-function addRequest(totals: Totals, sides: Record<Side, RequestSide>, actions: Actions): void {
+function addRequest(
+  totals: Totals,
+  sides: Record<Side, RequestSide>,
+  actions: Actions,
+  elisions: Elisions,
+): void {
   totals.requests++
+  totals.elisions.batches += elisions.batches
+  totals.elisions.results += elisions.results
   for (const side of SIDES) {
     const into = totals.sides[side]
     const one = sides[side]
@@ -251,6 +363,8 @@ function addTotals(into: Totals, more: Totals): void {
     a.cost += b.cost
   }
   addActions(into.actions, more.actions)
+  into.elisions.batches += more.elisions.batches
+  into.elisions.results += more.elisions.results
 }
 
 /**

@@ -1,86 +1,77 @@
 /** The replay report as text tables (per session, then the total) or as JSON. */
-import { keptShare, SIDES, type ReplayReport, type Side, type Totals } from './replay.js'
-
-const LABEL: Record<Side, string> = { client: 'client', proxy: 'proxy', masked: 'masked' }
+import { keptShare, SIDES, type ReplayReport, type Totals } from './replay.js'
 
 export function formatReport(report: ReplayReport): string {
-  const rows: [string, Totals][] = [
-    ...report.sessions.map((session): [string, Totals] => [session.name, session.totals]),
-  ]
+  const names = displayNames(report)
+  const rows: [string, Totals][] = report.sessions.map((session, i) => [names[i]!, session.totals])
   if (report.sessions.length !== 1) rows.push(['TOTAL', report.total])
   const { options } = report
   const mask = `tool results older than the last ${options.mask.keep} ${options.mask.unit === 'user' ? 'user turns' : 'agent steps'} cleared`
+  const { threshold, keep, horizon } = options.elide
   const out: string[] = []
 
   out.push(
-    'Input tokens, summed over requests (gpt-tokenizer o200k_base estimate: tools + messages)',
-    `  client = as the agent sent it, proxy = as lembas-proxy sent it, masked = ${mask};`,
-    '  largest = the largest request, the context window the session needs',
+    'Each session four ways: client = as the agent sent it; proxy = as lembas-proxy sends it;',
+    `  elided = lembas-proxy --elide (--elide-threshold ${threshold}, --elide-keep ${keep}, --elide-horizon ${horizon});`,
+    `  masked = ${mask}`,
+    'tokens = input tokens summed over requests (gpt-tokenizer o200k_base estimate: tools + messages);',
+    '  breaks = requests that repeat less than all of the previous one; kept = share of the previous',
+    '  request repeated at the start of the next (1.000 = history byte-identical); cached = share of',
+    '  input tokens that repeat the previous request, which a prompt cache serves; largest = the',
+    '  largest request, the context window the session needs',
+    `$ = the input's price at $${options.pricePerMTok.toFixed(2)}/MTok, cached tokens ${Math.round(options.cachedDiscount * 100)}% off, the others`,
+    `  written to the cache at +${Math.round(options.cacheWritePremium * 100)}% (--cache-write-premium)`,
     '',
-    table(
-      ['session', 'requests', 'client', 'proxy', 'saved', 'masked', 'saved', 'largest c/p/m'],
-      rows.map(([name, t]) => [
-        name,
-        requestsCell(t),
-        int(t.sides.client.tokens),
-        int(t.sides.proxy.tokens),
-        saved(t.sides.client.tokens, t.sides.proxy.tokens),
-        int(t.sides.masked.tokens),
-        saved(t.sides.client.tokens, t.sides.masked.tokens),
-        SIDES.map((s) => int(t.sides[s].largest)).join(' / '),
-      ]),
+    groupedTable(
+      ['', 'tokens', 'vs client', 'breaks', 'kept', 'cached', 'largest', '$', 'vs client'],
+      rows.map(([name, t]) => ({
+        title: `${name}, ${requestsCell(t)} request${t.requests === 1 ? '' : 's'}`,
+        rows: SIDES.map((side) => {
+          const one = t.sides[side]
+          const client = t.sides.client
+          return [
+            '  ' + side,
+            int(one.tokens),
+            side === 'client' ? '' : change(client.tokens, one.tokens),
+            int(one.breaks),
+            ratio(keptShare(one)),
+            percent(one.tokens === 0 ? null : one.cached / one.tokens),
+            int(one.largest),
+            dollars(one.cost),
+            side === 'client' ? '' : change(client.cost, one.cost),
+          ]
+        }),
+      })),
     ),
     '',
-    'Prefix stability: kept = share of the previous request repeated at the start of the next',
-    '  (1.000 = history byte-identical); breaks = requests that repeat less than all of it;',
-    '  cached = share of input tokens that repeat the previous request, which a prompt cache serves',
+    'What the proxy did to new tool results (stubs: re-reads; dedupes: repeated listings and',
+    '  searches; caps: results cut to head and tail, and the lines cut; diffs: edits), and what',
+    '  --elide did on the elided side (batches, and the results they replaced by a stand-in)',
     '',
     table(
       [
         'session',
-        ...SIDES.map((s) => 'kept ' + LABEL[s]),
-        'breaks c/p/m',
-        ...SIDES.map((s) => 'cached ' + LABEL[s]),
-      ],
-      rows.map(([name, t]) => [
-        name,
-        ...SIDES.map((s) => ratio(keptShare(t.sides[s]))),
-        SIDES.map((s) => String(t.sides[s].breaks)).join('/'),
-        ...SIDES.map((s) =>
-          percent(t.sides[s].tokens === 0 ? null : t.sides[s].cached / t.sides[s].tokens),
-        ),
-      ]),
-    ),
-    '',
-    `What the proxy did to new tool results, and the price of the input at $${options.pricePerMTok.toFixed(2)}/MTok,`,
-    `  cached tokens ${Math.round(options.cachedDiscount * 100)}% off`,
-    '',
-    table(
-      [
-        'session',
+        'requests',
         'results',
         'stubs',
         'dedupes',
         'caps',
-        'elided lines',
+        'lines cut',
         'diffs',
-        '$ client',
-        '$ proxy',
-        '$ masked',
-        'saved',
+        'batches',
+        'elided',
       ],
       rows.map(([name, t]) => [
         name,
+        requestsCell(t),
         int(t.actions.results),
         int(t.actions.stubs),
         int(t.actions.dedupes),
         int(t.actions.caps),
         int(t.actions.elidedLines),
         int(t.actions.diffs),
-        dollars(t.sides.client.cost),
-        dollars(t.sides.proxy.cost),
-        dollars(t.sides.masked.cost),
-        saved(t.sides.client.cost, t.sides.proxy.cost),
+        int(t.elisions.batches),
+        int(t.elisions.results),
       ]),
     ),
   )
@@ -98,6 +89,22 @@ export function formatReport(report: ReplayReport): string {
       out.push(`  ${line.file}:${line.line}: ${line.reason}`)
   }
   return out.join('\n') + '\n'
+}
+
+/**
+ * The sessions' names without the directory their files share: `opencode/session.jsonl` for
+ * test/fixtures/agents/opencode/session.jsonl next to qwen-code's.
+ */
+function displayNames(report: ReplayReport): string[] {
+  const files = report.sessions.map((session) => session.requests[0]?.file ?? '')
+  let shared = files[0] ?? ''
+  for (const file of files) while (!file.startsWith(shared)) shared = shared.slice(0, -1)
+  shared = shared.slice(0, shared.lastIndexOf('/') + 1)
+  return report.sessions.map((session) =>
+    shared !== '' && session.name.startsWith(shared)
+      ? session.name.slice(shared.length)
+      : session.name,
+  )
 }
 
 /** The report as JSON: options, each session with its totals and requests, the total. */
@@ -141,9 +148,11 @@ function int(n: number): string {
   return Math.round(n).toLocaleString('en-US')
 }
 
-function saved(before: number, after: number): string {
+/** `after` against `before`, as a signed percentage: -12.0% is 12 % less. */
+function change(before: number, after: number): string {
   if (before === 0) return '-'
-  return (((before - after) / before) * 100).toFixed(1) + '%'
+  const share = ((after - before) / before) * 100
+  return (share > 0 ? '+' : '') + share.toFixed(1) + '%'
 }
 
 function ratio(value: number | null): string {
@@ -160,13 +169,29 @@ function dollars(value: number): string {
 
 /** Columns padded to their widest cell: the first left-aligned, the others right-aligned. */
 export function table(header: string[], rows: string[][]): string {
+  return groupedTable(header, [{ title: undefined, rows }])
+}
+
+/** One table whose rows come in groups, each after a line of its own (its title). */
+function groupedTable(
+  header: string[],
+  groups: { title: string | undefined; rows: string[][] }[],
+): string {
+  const all = groups.flatMap((group) => group.rows)
   const widths = header.map((cell, i) =>
-    Math.max(cell.length, ...rows.map((row) => (row[i] ?? '').length)),
+    Math.max(cell.length, ...all.map((row) => (row[i] ?? '').length)),
   )
   const line = (cells: string[]) =>
     cells
       .map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)))
       .join('  ')
       .trimEnd()
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n')
+  return [
+    line(header),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...groups.flatMap((group) => [
+      ...(group.title === undefined ? [] : [group.title]),
+      ...group.rows.map(line),
+    ]),
+  ].join('\n')
 }

@@ -3,9 +3,13 @@
  * replayed through the proxy in process, measured with gpt-tokenizer.
  */
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { generateTrace } from '../../bench/traces/generate.js'
+import { FLAGS } from '../../src/config/flags.js'
 import { packageRoot } from '../../src/config/loop.js'
 import { LembasError } from '../../src/errors.js'
 import { CLEARED, maskOldToolResults } from '../../src/replay/baseline.js'
@@ -18,6 +22,7 @@ import {
   replay,
   type ReplayOptions,
   type RequestReport,
+  type Side,
 } from '../../src/replay/replay.js'
 import { commonPrefix, TokenCounter } from '../../src/replay/tokens.js'
 
@@ -25,7 +30,7 @@ const fixture = (agent: string) => packageRoot() + `test/fixtures/agents/${agent
 const STEP_MASK: ReplayOptions = { ...DEFAULT_OPTIONS, mask: { keep: 2, unit: 'step' } }
 
 /** Each request's share of the previous one repeated at its start, for one side. */
-function kept(requests: RequestReport[], side: 'client' | 'proxy' | 'masked') {
+function kept(requests: RequestReport[], side: Side) {
   return requests.map((request) => request.sides?.[side].kept ?? null)
 }
 
@@ -126,7 +131,10 @@ describe('replay input', () => {
   test('the command prints a table per session and a total, or JSON', async () => {
     const files = [fixture('opencode'), fixture('qwen-code')]
     const text = await runReplay(files)
-    assert.match(text, /^Input tokens/)
+    assert.match(text, /^Each session four ways/)
+    for (const side of ['client', 'proxy', 'elided', 'masked'])
+      assert.match(text, new RegExp(`^  ${side} +[0-9,]+ `, 'm'))
+    assert.match(text, /^opencode\/session\.jsonl, 17 requests$/m)
     assert.match(text, /opencode\/session\.jsonl +17 /)
     assert.match(text, /^TOTAL +29 /m)
     const json = JSON.parse(await runReplay(['--json', '--price-per-mtok', '1', ...files]))
@@ -134,6 +142,44 @@ describe('replay input', () => {
     assert.equal(json.sessions.length, 2)
     assert.equal(json.total.requests, 29)
     assert.equal(json.total.sides.proxy.kept < 1, true) // the title request → the main loop
+    // The elided side is a fourth side with the same fields; the options say how it ran.
+    assert.deepEqual(Object.keys(json.total.sides), ['client', 'proxy', 'elided', 'masked'])
+    assert.deepEqual(Object.keys(json.total.sides.elided), Object.keys(json.total.sides.proxy))
+    assert.deepEqual(Object.keys(json.total.elisions), ['batches', 'results'])
+    assert.deepEqual(json.options.elide, DEFAULT_OPTIONS.elide)
+    assert.equal(json.options.cacheWritePremium, 0)
+  })
+
+  test('an .xz file is read through xz -dc; without xz the message names it', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'lembas-replay-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    const packed = join(dir, 'opencode.jsonl.xz')
+    try {
+      writeFileSync(packed, execFileSync('xz', ['-c', fixture('opencode')]))
+    } catch {
+      t.skip('xz is not installed')
+      return
+    }
+    const plain = JSON.parse(await runReplay(['--json', fixture('opencode')]))
+    const unpacked = JSON.parse(await runReplay(['--json', packed]))
+    assert.deepEqual(unpacked.total, plain.total)
+    const path = process.env.PATH
+    process.env.PATH = dir
+    try {
+      await assert.rejects(
+        runReplay([packed]),
+        (error: unknown) =>
+          error instanceof LembasError && /xz .*not installed/.test(error.message),
+      )
+    } finally {
+      process.env.PATH = path
+    }
+    writeFileSync(join(dir, 'broken.jsonl.xz'), 'not xz')
+    await assert.rejects(
+      runReplay([join(dir, 'broken.jsonl.xz')]),
+      (error: unknown) =>
+        error instanceof LembasError && /broken\.jsonl\.xz: xz -dc failed/.test(error.message),
+    )
   })
 
   test('bad flags name themselves', () => {
@@ -146,8 +192,32 @@ describe('replay input', () => {
     bad(['--cached-discount', '2', 'f'], /--cached-discount/)
     bad(['--price-per-mtok', 'x', 'f'], /--price-per-mtok/)
     bad(['--mask-turn', 'week', 'f'], /--mask-turn/)
+    bad(['--cache-write-premium', '-1', 'f'], /--cache-write-premium/)
+    bad(['--elide-threshold', '0', 'f'], /--elide-threshold/)
+    bad(['--elide-keep', '1.5', 'f'], /--elide-keep/)
+    bad(['--elide-horizon', 'x', 'f'], /--elide-horizon/)
     bad(['--nope', 'f'], /nope/)
     assert.equal(parseReplayArgs(['--help']), 'help')
+  })
+
+  test('the elide flags default to the proxy’s own, and reach the options', () => {
+    const defaults = parseReplayArgs(['f'])
+    assert.ok(defaults !== 'help')
+    assert.deepEqual(defaults.options.elide, {
+      threshold: Number(FLAGS['elide-threshold'].default),
+      keep: Number(FLAGS['elide-keep'].default),
+      horizon: Number(FLAGS['elide-horizon'].default),
+    })
+    assert.equal(defaults.options.cachedDiscount, Number(FLAGS['cached-discount'].default))
+    assert.equal(defaults.options.cacheWritePremium, Number(FLAGS['cache-write-premium'].default))
+    const set = parseReplayArgs([
+      ...['--elide-threshold', '5000', '--elide-keep', '2', '--elide-horizon', '20'],
+      ...['--cached-discount', '0.5', '--cache-write-premium', '0.25', 'f'],
+    ])
+    assert.ok(set !== 'help')
+    assert.deepEqual(set.options.elide, { threshold: 5000, keep: 2, horizon: 20 })
+    assert.equal(set.options.cachedDiscount, 0.5)
+    assert.equal(set.options.cacheWritePremium, 0.25)
   })
 })
 
@@ -157,6 +227,10 @@ describe('measures', () => {
     assert.equal(price(1_000_000, 0, options), 3)
     assert.ok(Math.abs(price(1_000_000, 1_000_000, options) - 0.3) < 1e-9)
     assert.ok(Math.abs(price(2_000_000, 1_000_000, options) - 3.3) < 1e-9)
+    // A cache write: uncached tokens at 1.25 × the price, cached ones as before.
+    const write = { ...options, cacheWritePremium: 0.25 }
+    assert.ok(Math.abs(price(1_000_000, 0, write) - 3.75) < 1e-9)
+    assert.ok(Math.abs(price(2_000_000, 1_000_000, write) - 4.05) < 1e-9)
   })
 
   test('a common token prefix counts whole equal messages, then the equal start of the next', () => {
@@ -277,5 +351,67 @@ describe('the trace generator', () => {
     for (const action of ['stubs', 'dedupes', 'caps', 'diffs'] as const)
       assert.ok(totals.actions[action] > 0, `${action}: ${totals.actions[action]}`)
     assert.ok(totals.sides.masked.breaks > 0)
+  })
+})
+
+describe('the elided side', () => {
+  // 30 generated steps: with these settings old results pass the threshold once, and it pays.
+  const lines = () => generateTrace({ steps: 30, seed: 1 })
+  const ONE_BATCH: ReplayOptions = {
+    ...DEFAULT_OPTIONS,
+    elide: { threshold: 12_000, keep: 4, horizon: 12 },
+  }
+
+  test('one batch: fewer tokens than the proxy, one more break, then the same prefix again', async () => {
+    const report = await replay([{ name: 'generated', lines: lines() }], ONE_BATCH)
+    const { totals, requests } = report.sessions[0]!
+    const { proxy, elided, client } = totals.sides
+    assert.equal(totals.failed, 0)
+    assert.equal(totals.elisions.batches, 1)
+    assert.ok(totals.elisions.results > 1, `${totals.elisions.results} results elided`)
+    assert.ok(elided.tokens < proxy.tokens, `${elided.tokens} < ${proxy.tokens}`)
+    assert.equal(elided.breaks, proxy.breaks + 1)
+    assert.ok(elided.largest < proxy.largest)
+    assert.ok(elided.cost < proxy.cost && proxy.cost < client.cost)
+    // The break is the request that made the batch; every later one keeps its previous whole.
+    const at = requests.findIndex((request) => (request.elided ?? 0) > 0)
+    assert.ok(at > 0)
+    assert.deepEqual(
+      kept(requests.slice(1), 'proxy'),
+      requests.slice(1).map(() => 1),
+    )
+    const elidedKept = kept(requests.slice(1), 'elided')
+    assert.deepEqual(
+      elidedKept.map((share, i) => (i + 1 === at ? share! < 1 : share === 1)),
+      elidedKept.map(() => true),
+    )
+    assert.deepEqual(
+      requests.slice(at).map((request) => request.elided),
+      requests.slice(at).map(() => totals.elisions.results),
+    )
+  })
+
+  test('a cache-write premium prices every side higher, and weighs in the batch', async () => {
+    const plain = await replay([{ name: 'generated', lines: lines() }], ONE_BATCH)
+    const options = { ...ONE_BATCH, cacheWritePremium: 0.25 }
+    const write = await replay([{ name: 'generated', lines: lines() }], options)
+    for (const side of ['client', 'proxy', 'elided', 'masked'] as const)
+      assert.ok(
+        write.total.sides[side].cost > plain.total.sides[side].cost,
+        `${side}: ${write.total.sides[side].cost} > ${plain.total.sides[side].cost}`,
+      )
+    // The client's tokens do not depend on it: only their price does, by 25 % of the uncached.
+    const client = plain.total.sides.client
+    assert.deepEqual(write.total.sides.client.tokens, client.tokens)
+    const premium = (0.25 * (client.tokens - client.cached) * options.pricePerMTok) / 1e6
+    assert.ok(Math.abs(write.total.sides.client.cost - client.cost - premium) < 1e-9)
+    // A dear enough write keeps the batch from paying: the elided side is the proxy again.
+    const dear = await replay([{ name: 'generated', lines: lines() }], {
+      ...ONE_BATCH,
+      cacheWritePremium: 100,
+    })
+    assert.equal(dear.total.elisions.batches, 0)
+    assert.equal(dear.total.sides.elided.tokens, dear.total.sides.proxy.tokens)
+    assert.equal(dear.total.sides.elided.breaks, dear.total.sides.proxy.breaks)
   })
 })
