@@ -59,11 +59,15 @@ export function liveResults(
  * pays when what it takes out, over the horizon, costs more than that:
  *   saved × (1 − cachedDiscount) × horizon ≥ after × (cachedDiscount + writePremium)
  * with `saved` the tokens it takes out and `after` the tokens from its first result to the end.
+ * The horizon is the setting's, but no longer than the session so far (`results` it has had):
+ * a session is expected to go on about as long again, so a short one is not broken for
+ * requests it may never make.
  */
 export function dueBatch(
   live: readonly Live[],
   totalBytes: number,
   settings: ElideSettings,
+  results = Infinity,
 ): Live[] | undefined {
   // A stand-in is its template with a bracket (up to ~60 characters for a read) in it.
   const standInChars = settings.standIn.length + 40
@@ -76,7 +80,8 @@ export function dueBatch(
   if (oldChars / CHARS_PER_TOKEN < settings.thresholdTokens) return undefined
   const saved = (oldChars - old.length * standInChars) / CHARS_PER_TOKEN
   const after = (totalBytes - first.offset) / CHARS_PER_TOKEN - saved
-  const gain = saved * (1 - settings.cachedDiscount) * settings.horizon
+  const horizon = Math.min(settings.horizon, results)
+  const gain = saved * (1 - settings.cachedDiscount) * horizon
   const cost = Math.max(0, after) * (settings.cachedDiscount + settings.writePremium)
   return gain >= cost ? old : undefined
 }

@@ -114,7 +114,9 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   ]
   let live = liveNow()
   const due =
-    elide && session.scope !== undefined ? dueBatch(live, upstream.total(known), elide) : undefined
+    elide && session.scope !== undefined
+      ? dueBatch(live, upstream.total(known), elide, live.length + elision.texts.size)
+      : undefined
   if (due && start) return undefined
   if (due && session.scope !== undefined && elide) {
     const rendered = new Map(tools.keys.map((key, i) => [key, rebuilt.messages[i]!] as const))
