@@ -195,6 +195,9 @@ describe('when a batch pays', () => {
     // A cache-write premium makes the break dearer: a short horizon no longer pays.
     assert.ok(dueBatch(results, total, { ...ELIDE, horizon: 3 }))
     assert.equal(dueBatch(results, total, { ...ELIDE, horizon: 3, writePremium: 1.25 }), undefined)
+    // A session of two results so far is not broken for twenty requests it may never make.
+    assert.ok(dueBatch(results, total, ELIDE, 5))
+    assert.equal(dueBatch(results, total, ELIDE, 1), undefined)
   })
 
   test('short renderings stay; the stand-in keeps the bracket and names recall', () => {
