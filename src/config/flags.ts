@@ -67,17 +67,17 @@ export const FLAGS = {
   },
   'elide-threshold': {
     env: 'LEMBAS_ELIDE_THRESHOLD',
-    default: '1000',
+    default: '500',
     help: 'with --elide: tokens of old results (all but the last --elide-keep) that make a batch worth weighing',
   },
   'elide-keep': {
     env: 'LEMBAS_ELIDE_KEEP',
-    default: '2',
+    default: '1',
     help: 'with --elide: the most recent results, never elided',
   },
   'elide-horizon': {
     env: 'LEMBAS_ELIDE_HORIZON',
-    default: '100',
+    default: '200',
     help: 'with --elide: how many later requests a batch is expected to pay over',
   },
   'cached-discount': {
