@@ -1,6 +1,7 @@
 import { posix } from 'node:path'
 import { sha256Hex, type FileChange, type SemanticCall } from '../context/index.js'
 import {
+  shellOutput,
   shownLines,
   type Classified,
   type JsonResult,
@@ -28,8 +29,9 @@ export interface Facts {
   readonly views?: readonly FileView[]
 }
 
-// A shell read that failed prints the program's complaint, not the file.
-const SHELL_FAILURE = /^(cat|sed|head|nl|tail): /
+// A shell read that failed prints the program's complaint, not the file; so does a shell whose
+// `cd DIR;` failed before the read ran elsewhere (stderr is often merged into the output).
+const SHELL_FAILURE = /^(?:cat|sed|head|nl|tail): |^(?:\S*\/)?(?:ba|da|z)?sh: /
 
 /**
  * Turns a classified call and its result into the engine's input, with the file facts of this
@@ -78,13 +80,14 @@ async function readFacts(
   profile: Profile,
   workspace: Workspace | undefined,
 ): Promise<Facts> {
-  const body = classified.shell ? shellOutput(text, profile) : text
+  const body = classified.shell ? shellOutput(text, profile.shellEnvelopes) : text
   if (body === undefined || SHELL_FAILURE.test(body)) return { call: { kind: 'other' } }
   if (profile.failures.some((failure) => failure.test(body.trimStart())))
     return { call: { kind: 'other' } }
   // A shell's `cat -n` never numbers the empty string after a final newline: its last line is real.
   const shown = shownLines(body, classified.shell ? [] : profile.envelopes, {
     realFinalEmpty: classified.shell === true || classified.realFinalEmpty === true,
+    ...(classified.shell ? { numbered: classified.numbered === true } : {}),
   })
   if (shown.kind === 'list') {
     return {
@@ -92,11 +95,14 @@ async function readFacts(
     }
   }
   if (shown.garbled) return { call: { kind: 'other' } } // numbered, but not lines it can place
-  const start = shown.start ?? classified.start
-  const end = start + shown.lines.length - 1
   const snapshot = await workspace?.read(classified.path)
-  if (snapshot) {
-    const fileLines = linesOf(snapshot.content)
+  const fileLines = snapshot ? linesOf(snapshot.content) : undefined
+  // Where the lines start, as the call or the lines say; a tail's, from the file's length.
+  const placed = shown.start ?? placedStart(classified, shown.lines.length)
+  const start = placed ?? (fileLines && fileLines.length - shown.lines.length + 1)
+  if (start === undefined) return { call: { kind: 'other' } }
+  const end = start + shown.lines.length - 1
+  if (snapshot && fileLines) {
     // Nothing shown matches only an empty file that the result says is empty.
     const matches =
       shown.lines.length === 0
@@ -117,8 +123,10 @@ async function readFacts(
       }
     }
   }
-  // Nothing shown, nothing known: unless the result says the file is empty.
+  // Nothing shown, nothing known: unless the result says the file is empty. A tail placed by a
+  // file that no longer shows its lines is placed nowhere.
   if (shown.lines.length === 0 && shown.total !== 0) return { call: { kind: 'other' } }
+  if (placed === undefined) return { call: { kind: 'other' } }
   const absPath = snapshot?.absPath ?? blindAbsPath(classified.path)
   // Blind, the result shows the whole file when it says so, or when the call asked for no
   // range and got fewer lines than an agent's window (2000): nothing was cut.
@@ -311,28 +319,16 @@ function viewOf(snapshot: FileSnapshot): FileView {
   return { absPath: snapshot.absPath, content: snapshot.content, sha256: snapshot.sha256 }
 }
 
-/** The output inside an agent's shell wrapper (a successful run only); raw output as it is. */
-function shellOutput(text: string, profile: Profile): string | undefined {
-  for (const envelope of profile.shellEnvelopes) {
-    if (!envelope.any.test(text)) continue
-    // A wrapper of a failed (or cut) run must not pass for file content.
-    return envelope.success?.exec(text)?.groups?.body
-  }
-  const structured = structuredShellOutput(text)
-  return structured === null ? text : structured
-}
-
-/** Codex's structured shell result: {"output": …, "metadata": {"exit_code": 0}}. */
-function structuredShellOutput(text: string): string | undefined | null {
-  if (!text.startsWith('{"output":')) return null
-  try {
-    const value = JSON.parse(text) as { output?: unknown; metadata?: { exit_code?: unknown } }
-    return typeof value.output === 'string' && value.metadata?.exit_code === 0
-      ? value.output
-      : undefined
-  } catch {
-    return null
-  }
+/**
+ * The first line a read shows, as its call says. A tail's is known only when it shows fewer lines
+ * than it asked for: then they are all the file's (`tail -n N` of a shorter file).
+ */
+function placedStart(
+  classified: Extract<Classified, { kind: 'read' }>,
+  shownCount: number,
+): number | undefined {
+  if (classified.tail === undefined) return classified.start
+  return shownCount < classified.tail ? 1 : undefined
 }
 
 /**

@@ -20,7 +20,14 @@ export type Classified =
       readonly path: string
       readonly start: number
       readonly end?: number
+      /** A shell command's output: the lines are raw unless `numbered` (`cat -n`, `nl -ba`). */
       readonly shell?: boolean
+      readonly numbered?: boolean
+      /**
+       * The call prints the file's last `tail` lines (`tail -n N`): `start` (1) stands in for a
+       * first line only the lines' own numbers or the file's length can tell.
+       */
+      readonly tail?: number
       /** A final empty numbered line is a line of the file (see ToolRule.realFinalEmpty). */
       readonly realFinalEmpty?: boolean
     } & JsonWrapped)

@@ -93,12 +93,18 @@ export interface ReadEnvelope {
 }
 
 /**
- * `any` spots the wrapper; `success` (group `body`) matches only a run that succeeded. Without
- * `success` the wrapper only marks a run whose output is not a file's lines (failed, or cut).
+ * `any` spots the wrapper; `success` (group `body`) matches only a run that succeeded, whole.
+ * Without `success` (or `json`) the wrapper only marks a run whose output is not a file's lines
+ * (failed, or cut).
  */
 export interface ShellEnvelope {
   readonly any: RegExp
   readonly success?: RegExp
+  /**
+   * The wrapper is a JSON object (Codex, mini-swe-agent's `mini`): `output` and `exit` name its
+   * fields (dotted paths). The output is the run's when it is a string and the exit code is 0.
+   */
+  readonly json?: { readonly output: string; readonly exit: string }
 }
 
 /**

@@ -1,5 +1,8 @@
 import type { ReadEnvelope } from './define-profile.js'
 
+/** `cat -n` and `nl -ba`: the number right-aligned, a tab, the line. */
+const CAT_N = /^ *(\d+)\t(.*)$/s
+
 /**
  * Reads the lines a read result shows. Agents number lines in several ways (research/agents.md
  * §1.5); when every content line carries one numbering, it is taken off and its numbers give
@@ -7,7 +10,7 @@ import type { ReadEnvelope } from './define-profile.js'
  */
 const NUMBERINGS: readonly RegExp[] = [
   /^ *(\d+)→(.*)$/s, // Claude Code Read
-  /^ *(\d+)\t(.*)$/s, // cat -n
+  CAT_N,
   /^(\d{5})\| (.*)$/s, // opencode until 2026
   /^(\d+): (.*)$/s, // opencode 2026
   /^ *(\d+) \| (.*)$/s, // Cline, Roo
@@ -39,6 +42,12 @@ export interface ShownOptions {
    * string after the last one) and is dropped, unless a stated length counts it.
    */
   readonly realFinalEmpty?: boolean
+  /**
+   * What a shell command printed: `true`, lines numbered as `cat -n` numbers them (else the text
+   * is garbled); `false`, the lines themselves, however they look. Unset: the agents' numberings
+   * are recognised.
+   */
+  readonly numbered?: boolean
 }
 
 /** The lines a read shows, with its agent's wrapper (if any) taken off. */
@@ -55,8 +64,8 @@ export function shownLines(
     const groups = match.groups ?? {}
     const body = groups.body ?? ''
     const total = optionalNumber(groups.total) ?? optionalNumber(groups.of)
-    if (envelope.cut) return cutLines(body)
-    const inner = bareLines(body)
+    if (envelope.cut) return cutLines(body, options.numbered)
+    const inner = bareLines(body, options.numbered)
     const start = inner.start ?? optionalNumber(groups.start)
     return finalNewline(
       {
@@ -68,13 +77,13 @@ export function shownLines(
       options,
     )
   }
-  const inner = bareLines(text)
+  const inner = bareLines(text, options.numbered)
   return finalNewline(inner, inner.start !== undefined, options)
 }
 
 /** Lines cut at a size limit: the last is partial unless the cut fell at a line's end. */
-function cutLines(body: string): ShownLines {
-  const inner = bareLines(body)
+function cutLines(body: string, numbered: boolean | undefined): ShownLines {
+  const inner = bareLines(body, numbered)
   const lines = body.endsWith('\n') ? inner.lines : inner.lines.slice(0, -1)
   return { ...inner, lines, cut: true }
 }
@@ -87,13 +96,14 @@ function finalNewline(shown: ShownLines, numbered: boolean, options: ShownOption
   return { ...shown, lines: shown.lines.slice(0, -1) }
 }
 
-function bareLines(text: string): ShownLines {
+function bareLines(text: string, numbered: boolean | undefined): ShownLines {
   const lines = text === '' ? [] : text.replace(/\n$/, '').split('\n')
-  if (lines.length === 0) return { lines }
-  for (const numbering of NUMBERINGS) {
+  if (lines.length === 0 || numbered === false) return { lines }
+  for (const numbering of numbered ? [CAT_N] : NUMBERINGS) {
     const parsed = numberedLines(lines, numbering)
     if (parsed) return parsed
   }
+  if (numbered) return { lines, garbled: true }
   // A numbered first or last line whose numbering does not hold for all: not raw text.
   const edges = [lines[0]!, lines.at(-1)!]
   if (NUMBERINGS.some((numbering) => edges.some((line) => numbering.test(line))))

@@ -31,6 +31,8 @@ export const codex = defineProfile({
       success:
         /^Chunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code 0\n(?:Original token count: \d+\n)?Output:\n(?<body>[\s\S]*)$/,
     },
+    // A structured shell result: {"output": …, "metadata": {"exit_code": 0, …}}.
+    { any: /^\{"output":/, json: { output: 'output', exit: 'metadata.exit_code' } },
   ],
   success: [{ pattern: /^Success\. Updated the following files:\n/ }],
   compaction: [

@@ -5,6 +5,7 @@ import { codex } from './codex.js'
 import { continueDev } from './continue.js'
 import { crush } from './crush.js'
 import { goose } from './goose.js'
+import { miniSweAgent } from './mini-swe-agent.js'
 import { opencode } from './opencode.js'
 import { openHands } from './openhands.js'
 import { qwenCode } from './qwen-code.js'
@@ -23,6 +24,7 @@ export const profiles = [
   continueDev,
   goose,
   codex,
+  miniSweAgent,
 ]
 
 /** The table the proxy uses: all profiles merged; an unknown tool is "other" (id + cap). */
@@ -36,6 +38,7 @@ export {
   continueDev,
   crush,
   goose,
+  miniSweAgent,
   opencode,
   openHands,
   qwenCode,

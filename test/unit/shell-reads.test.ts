@@ -1,0 +1,216 @@
+/**
+ * Shell reads behind `cd DIR &&`, in pipelines, with head and tail (src/tools/shell.ts), and the
+ * wrappers agents put around a command's output (src/tools/shell-output.ts, the profiles'
+ * shellEnvelopes): what resultFacts makes of them. The real mini-swe-agent texts these forms come
+ * from are in test/unit/real-traces.test.ts.
+ */
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { resultFacts, type FileViews } from '../../src/pipeline/facts.js'
+import { classifyCall, defaultProfile, shellCall } from '../../src/tools/index.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import type { ToolDefinition } from '../../src/wire/chat.js'
+import { makeProject } from '../helpers/workspace.js'
+
+const none = new Map<string, ToolDefinition>()
+const views: FileViews = { content: async () => undefined }
+
+describe('shellCall: the forms of a shell read', () => {
+  test('a read behind `cd DIR &&` or `cd DIR;` resolves its path against DIR', () => {
+    const read = (path: string, start: number, end?: number) => ({
+      kind: 'read',
+      path,
+      start,
+      ...(end === undefined ? {} : { end }),
+      shell: true,
+    })
+    const forms: [string, object][] = [
+      [
+        "cd /testbed && sed -n '12,20p' django/db/mixins.py",
+        read('/testbed/django/db/mixins.py', 12, 20),
+      ],
+      ['cd /testbed; cat a.py', read('/testbed/a.py', 1)],
+      ['cd src && cat ../README.md', read('README.md', 1)],
+      ['cd /testbed && cat /etc/hosts', read('/etc/hosts', 1)],
+      ["bash -lc 'cd /w && head -n 3 a.py'", read('/w/a.py', 1, 3)],
+    ]
+    for (const [command, want] of forms) assert.deepEqual(shellCall(command), want, command)
+    assert.deepEqual(shellCall('cd /testbed && grep -n "def x" a.py'), {
+      kind: 'grep',
+      name: 'shell',
+      args: { argv: ['grep', '-n', 'def x', 'a.py'], dir: '/testbed' },
+    })
+  })
+
+  test('a printer piped into a picker of lines; head and tail; sed -n ranges', () => {
+    const forms: [string, object][] = [
+      ["nl -ba a.py | sed -n '10,40p'", { start: 10, end: 40, numbered: true }],
+      ["cat -n a.py | sed -n '10,40p'", { start: 10, end: 40, numbered: true }],
+      ['cat a.py | head -n 50', { start: 1, end: 50 }],
+      ['cat a.py | head -50', { start: 1, end: 50 }],
+      ['cat a.py | head', { start: 1, end: 10 }],
+      ["cat a.py | sed -n '5,6p'", { start: 5, end: 6 }],
+      ['nl -ba a.py | tail -n 20', { start: 1, tail: 20, numbered: true }],
+      ['head -n 5 a.py', { start: 1, end: 5 }],
+      ['head -n5 a.py', { start: 1, end: 5 }],
+      ['head -5 a.py', { start: 1, end: 5 }],
+      ['head a.py', { start: 1, end: 10 }],
+      ['tail -n 5 a.py', { start: 1, tail: 5 }],
+      ['tail -5 a.py', { start: 1, tail: 5 }],
+      ['tail a.py', { start: 1, tail: 10 }],
+      ['cat a.py | tail -100', { start: 1, tail: 100 }],
+      ['tail -n +30 a.py', { start: 30 }],
+      ["sed -n '7p' a.py", { start: 7, end: 7 }],
+      ["sed -n '7,$p' a.py", { start: 7 }],
+    ]
+    for (const [command, range] of forms) {
+      const { kind, numbered, ...rest } = { kind: 'read', numbered: undefined, ...range }
+      assert.deepEqual(
+        shellCall(command),
+        { kind, path: 'a.py', ...rest, shell: true, ...(numbered ? { numbered } : {}) },
+        command,
+      )
+    }
+  })
+
+  test('anything else a shell could make of it is other', () => {
+    for (const command of [
+      'cd x || cat a.py', // runs where cd failed
+      'cd - && cat a.py',
+      'cd a && cd b && cat c.py', // one cd only
+      'cat a.py && cat b.py', // two outputs
+      'cat a.py; ls',
+      'cat a.py\nls',
+      'cat a.py &',
+      'cat a.py | grep x', // lines picked by content
+      "sed -n '1,5p' a.py | nl -ba", // numbered from 1, not from 5
+      "sed -n '100,200p' a.py | head -5",
+      "nl a.py | sed -n '1,2p'", // nl without -ba skips empty lines
+      'head -40 a.py | grep -n x',
+      'cat a.py | head -n 5 b.py',
+      'head -c 5 a.py',
+      'head -n 0 a.py',
+      'tail -f a.py',
+      'tail -n 0 a.py',
+      'cat a.py | cat -A',
+      'cat a.py 2>&1',
+      "sed -n '5,3p' a.py",
+    ]) {
+      assert.equal(shellCall(command).kind, 'other', command)
+    }
+  })
+})
+
+describe('resultFacts: shell output in its wrapper', () => {
+  const facts = async (command: string, text: string) =>
+    (
+      await resultFacts(
+        classifyCall(defaultProfile, 'bash', JSON.stringify({ command }), none),
+        text,
+        defaultProfile,
+        undefined,
+        views,
+      )
+    ).call
+  const range = (call: Awaited<ReturnType<typeof facts>>) =>
+    call.kind === 'read' ? [call.path, call.start, call.end] : call.kind
+  const mini = (code: number, output: string) =>
+    `<returncode>${code}</returncode>\n<output>\n${output}</output>`
+
+  test("mini-swe-agent: the body inside <output> is the output; a failed run's is not a read", async () => {
+    const numbered = '    10\tdef a():\n    11\t\n    12\t    return 1\n'
+    assert.deepEqual(range(await facts("nl -ba a.py | sed -n '10,12p'", mini(0, numbered))), [
+      'a.py',
+      10,
+      12,
+    ])
+    assert.deepEqual(range(await facts("sed -n '10,12p' a.py", mini(0, 'x\n\ny'))), [
+      'a.py',
+      10,
+      12,
+    ])
+    const failed = [
+      mini(1, 'cat: a.py: No such file or directory\n'),
+      mini(2, 'x\ny\n'),
+      // `cd DIR;` that failed: the read ran in another directory.
+      mini(0, 'bash: line 1: cd: /nope: No such file or directory\nx\n'),
+      // Timed out: the exception comes first.
+      `<exception>An error occurred while executing the command: timed out</exception>\n${mini(-1, 'x\n')}`,
+      mini(0, ''),
+    ]
+    for (const text of failed) assert.equal(range(await facts('cat a.py', text)), 'other', text)
+  })
+
+  test('mini-swe-agent: an output it cut is never a read', async () => {
+    // config/benchmarks/swebench.yaml (2.2.7) for an output of 10,000 characters or more.
+    const head = Array.from({ length: 400 }, (_, i) => `line ${i + 1}`).join('\n')
+    const cut =
+      '<returncode>0</returncode>\n<warning>\nThe output of your last command was too long.\n' +
+      'Please try a different command that produces less output.\n</warning>' +
+      `<output_head>\n${head.slice(0, 5000)}\n</output_head>\n<elided_chars>\n1234 characters elided\n` +
+      `</elided_chars>\n<output_tail>\n${head.slice(-5000)}\n</output_tail>`
+    assert.equal(range(await facts('cat a.py', cut)), 'other')
+  })
+
+  test('the JSON wrappers: mini-swe-agent `mini` and Codex', async () => {
+    const json = (value: object) => JSON.stringify(value, null, 2)
+    assert.deepEqual(range(await facts('cat a.py', json({ returncode: 0, output: 'x\ny\n' }))), [
+      'a.py',
+      1,
+      2,
+    ])
+    for (const text of [
+      json({ returncode: 1, output: 'x\n' }),
+      json({ returncode: 0, output_head: 'x\n', output_tail: 'y\n', elided_chars: 9, warning: '' }),
+    ])
+      assert.equal(range(await facts('cat a.py', text)), 'other', text)
+    const codex = (exit: number) =>
+      JSON.stringify({ output: 'x\ny\n', metadata: { exit_code: exit, duration_seconds: 0.1 } })
+    assert.deepEqual(range(await facts('cat a.py', codex(0))), ['a.py', 1, 2])
+    assert.equal(range(await facts('cat a.py', codex(1))), 'other')
+  })
+
+  test("raw output is the lines as they are, even when they look numbered; cat -n's must be", async () => {
+    const tsv = '1\tapple\n2\tpear\n'
+    const call = await facts("sed -n '5,6p' data.tsv", mini(0, tsv))
+    assert.deepEqual(range(call), ['data.tsv', 5, 6])
+    if (call.kind === 'read') assert.deepEqual(call.shown, ['1\tapple', '2\tpear'])
+    assert.equal(range(await facts('cat -n data.tsv', mini(0, 'apple\npear\n'))), 'other')
+  })
+
+  test('a tail is placed only when its lines or the file say where', async () => {
+    const lines = (n: number) => Array.from({ length: n }, (_, i) => `l${i}`).join('\n') + '\n'
+    // Fewer lines than asked: the whole file.
+    assert.deepEqual(range(await facts('tail -n 10 a.py', mini(0, lines(3)))), ['a.py', 1, 3])
+    // As many as asked: where they start is not known blind.
+    assert.equal(range(await facts('tail -n 3 a.py', mini(0, lines(3)))), 'other')
+    const numbered = '   98\tx\n   99\ty\n  100\tz\n'
+    assert.deepEqual(range(await facts('nl -ba a.py | tail -n 3', mini(0, numbered))), [
+      'a.py',
+      98,
+      100,
+    ])
+  })
+
+  test("workspace mode: a tail is placed by the file's length, when the file still shows it", async () => {
+    const workspace = await createWorkspace([makeProject()])
+    const tail = (text: string) =>
+      resultFacts(
+        classifyCall(defaultProfile, 'bash', '{"command":"cat app.ts | tail -n 2"}', none),
+        mini(0, text),
+        defaultProfile,
+        workspace,
+        views,
+      )
+    const placed = (
+      await tail('export const line339 = 339 // app\nexport const line340 = 340 // app\n')
+    ).call
+    assert.equal(placed.kind, 'read')
+    if (placed.kind === 'read')
+      assert.deepEqual([placed.start, placed.end, placed.file?.lines], [339, 340, 340])
+    assert.equal(
+      (await tail('changed since\nexport const line340 = 340 // app\n')).call.kind,
+      'other',
+    )
+  })
+})
