@@ -101,17 +101,21 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   if (newerBatch.length > 0 && rebuilt.extra.at(-1) !== undefined) return undefined
   const known = start?.items ?? []
   let upstream = upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
-  const liveNow = () => [
-    ...(start?.live ?? []),
-    ...liveResults(
-      view,
-      tools.keys,
-      rebuilt.messages,
-      rebuilt.state.elision,
-      base,
-      upstream.offsets(known),
-    ),
-  ]
+  // Only --elide weighs batches: without it, no result is followed.
+  const liveNow = () =>
+    !elide
+      ? []
+      : [
+          ...(start?.live ?? []),
+          ...liveResults(
+            view,
+            tools.keys,
+            rebuilt.messages,
+            rebuilt.state.elision,
+            base,
+            upstream.offsets(known),
+          ),
+        ]
   let live = liveNow()
   const due =
     elide && session.scope !== undefined
