@@ -6,6 +6,25 @@ import { loadLoop, packageRoot, parseLoop } from '../../src/config/loop.js'
 import { ERROR_KINDS } from '../../src/errors.js'
 
 describe('command line', () => {
+  test('--elide alone turns it on, its twin takes true or false, its settings are checked', () => {
+    const config = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+      const parsed = parseCommandLine(argv, env)
+      assert.equal(parsed.kind, 'run')
+      return parsed.kind === 'run' ? parsed.config : undefined
+    }
+    assert.equal(config([])?.elide, false, 'off by default')
+    assert.equal(config(['--elide'])?.elide, true)
+    assert.equal(config([], { LEMBAS_ELIDE: 'true' })?.elide, true)
+    assert.equal(config([], { LEMBAS_ELIDE: '0' })?.elide, false)
+    const tuned = config(['--elide', '--elide-keep', '3', '--cache-write-premium', '0.25'])
+    assert.equal(tuned?.elideKeep, 3)
+    assert.equal(tuned?.cacheWritePremium, 0.25)
+    assert.equal(tuned?.elideThreshold, Number(FLAGS['elide-threshold'].default))
+    assert.throws(() => parseCommandLine([], { LEMBAS_ELIDE: 'maybe' }), /--elide: /)
+    assert.throws(() => parseCommandLine(['--elide-keep', '-1'], {}), /--elide-keep/)
+    assert.throws(() => parseCommandLine(['--cached-discount', '2'], {}), /--cached-discount/)
+  })
+
   test('defaults, env twins, flags over env', () => {
     const parsed = parseCommandLine([], {})
     assert.equal(parsed.kind, 'run')
