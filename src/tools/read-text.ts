@@ -119,7 +119,7 @@ function numberedLines(lines: readonly string[], numbering: RegExp): ShownLines 
   const out: string[] = []
   let first: number | undefined
   for (const [i, line] of lines.entries()) {
-    const match = numbering.exec(line)
+    const match = numbering.exec(line) ?? bareFinalNumber(lines, i, numbering)
     if (!match) return undefined
     const n = Number(match[1])
     if (first === undefined) first = n
@@ -127,4 +127,19 @@ function numberedLines(lines: readonly string[], numbering: RegExp): ShownLines 
     out.push(match[2] ?? '')
   }
   return first === undefined ? undefined : { start: first, lines: out }
+}
+
+/**
+ * The empty line after a file's final newline, numbered `N\t` with the tab trimmed away: Claude
+ * Code (2.1.x) trims the result's trailing whitespace before it appends its reminder, so the last
+ * line is the bare number. Taken only as the last line, after a tab-numbered one; the numbering
+ * must still run on (checked by the caller).
+ */
+function bareFinalNumber(
+  lines: readonly string[],
+  i: number,
+  numbering: RegExp,
+): RegExpExecArray | null {
+  if (numbering !== CAT_N || i === 0 || i !== lines.length - 1) return null
+  return /^ *(\d+)$/.exec(lines[i]!)
 }

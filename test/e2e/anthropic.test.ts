@@ -293,3 +293,72 @@ describe('POST /v1/messages refusals', () => {
     }
   })
 })
+
+describe('Claude Code 2.1.332 results through the Messages door', () => {
+  // As the CLI sent them: the last `41\t` of a file ending in a newline trimmed to `41` before
+  // its reminder, and the Edit sentence's "no need to Read it back" tail.
+  const REMINDER =
+    '\n\n<system-reminder>\n<total_tokens>14999840 tokens left</total_tokens>\n</system-reminder>'
+  const file = '/tmp/cc-check/proj4/notes.txt'
+  const lines = Array.from({ length: 40 }, (_, i) =>
+    i === 19
+      ? 'line 20: the twentieth line of the file'
+      : `line ${i + 1}: some ordinary text number ${i + 1}`,
+  )
+  const read = lines.map((line, i) => `${i + 1}\t${line}`).join('\n') + '\n41' + REMINDER
+  const edited =
+    `The file ${file} has been updated successfully. (file state is current in your context — no need to Read it back)` +
+    "\n\n<system-reminder>\nThe task tools haven't been used recently. If you're working on tasks that would benefit from tracking progress, consider using TaskCreate to add new tasks and TaskUpdate to update task status (set to in_progress when starting, completed when done). Also consider cleaning up the task list if it has become stale. Only use these if relevant to the current work. This is just a gentle reminder - ignore if not applicable.\n\n</system-reminder>" +
+    REMINDER
+
+  test('a full read gets its bracket, the re-read a stub, the edit a diff (blind)', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+    })
+    try {
+      const edit = {
+        replace_all: false,
+        file_path: file,
+        old_string: 'line 20: the twentieth line of the file',
+        new_string: 'line 20: EDITED twentieth line',
+      }
+      upstream.setScript(
+        scriptedClaude([
+          { tools: [{ name: 'Read', input: { file_path: file } }] },
+          { tools: [{ name: 'Read', input: { file_path: file } }] },
+          { tools: [{ name: 'Edit', input: edit }] },
+          { text: 'Done.' },
+        ]),
+      )
+      const client = new Client(proxy.url, false)
+      await client.ask('edit line 20')
+      await client.answer({ Read: read })
+      await client.answer({ Read: read })
+      const done = await client.answer({ Edit: edited })
+      assert.equal(done.content[0].text, 'Done.')
+      assert.deepEqual(historyChanges(upstream), [])
+      const results = upstreamMessages(upstream)
+        .at(-1)
+        .messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content : []))
+        .filter((b: any) => b.type === 'tool_result')
+        .map((b: any) => b.content)
+      assert.match(results[0], new RegExp(`^\\[#0001 ${file} lines 1-40\\]\\n1\\t`))
+      assert.match(
+        results[1],
+        new RegExp(
+          `^\\[#0002 ${file} lines 1-40\\] Unchanged since #0001, which already shows lines 1-40\\.$`,
+        ),
+      )
+      assert.match(results[2], /^\[#0003 /)
+      assert.match(
+        results[2],
+        /-line 20: the twentieth line of the file\n\+line 20: EDITED twentieth line/,
+      )
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+})

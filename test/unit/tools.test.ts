@@ -410,6 +410,47 @@ describe('resultFacts: what the samples do not show', () => {
       )
     ).call
 
+  // Claude Code 2.1.332, as the CLI sent them (captured through the proxy).
+  const REMINDER =
+    '\n\n<system-reminder>\n<total_tokens>14999840 tokens left</total_tokens>\n</system-reminder>'
+  test('Claude Code 2.1.332: a full read of a file ending in a newline, its last `N\\t` trimmed to `N`', async () => {
+    const shown = shownLines(
+      '1\tconst a = 1\n2\tconst b = "x"\n3' + REMINDER,
+      defaultProfile.envelopes,
+    )
+    assert.deepEqual(shown, { start: 1, lines: ['const a = 1', 'const b = "x"'] })
+    const call = await facts(
+      'Read',
+      { file_path: 'src/a.ts' },
+      '1\tconst a = 1\n2\tconst b = "x"\n3' + REMINDER,
+    )
+    assert.equal(call.kind, 'read')
+    if (call.kind !== 'read') return
+    assert.deepEqual([call.start, call.end], [1, 2])
+    // Only as the last line, and only when the numbering runs on.
+    assert.equal(shownLines('1\ta\n3').garbled, true)
+    assert.equal(shownLines('1\ta\n2\n3\tb').garbled, true)
+    assert.equal(shownLines('2').garbled, undefined)
+  })
+  test('Claude Code 2.1.332: the Edit success sentence with its "no need to Read it back" tail', async () => {
+    const call = await facts(
+      'Edit',
+      {
+        file_path: 'src/a.ts',
+        old_string: 'const a = 1',
+        new_string: 'const a = 2',
+        replace_all: false,
+      },
+      'The file src/a.ts has been updated successfully. (file state is current in your context — no need to Read it back)' +
+        "\n\n<system-reminder>\nThe task tools haven't been used recently.\n\n</system-reminder>" +
+        REMINDER,
+    )
+    assert.equal(call.kind, 'edit')
+    if (call.kind !== 'edit') return
+    assert.equal(call.before, before)
+    assert.equal(call.after, 'const a = 2\nconst b = "x"\n')
+  })
+
   test("Cline: the saved file it echoes is the content after, a formatter's changes included", async () => {
     const call = await facts(
       'replace_in_file',

@@ -44,16 +44,21 @@ export const claudeCode = defineProfile({
     { pattern: /^(?<body>[\s\S]*?)\n*<system-reminder>[\s\S]*<\/system-reminder>\s*$/ },
   ],
   success: [
-    // 2.1.88 answers without a snippet; 1.0.x with a `cat -n` snippet of the new text.
+    // 2.1.88 answers without a snippet; 1.0.x with a `cat -n` snippet of the new text; 2.1.332
+    // adds a note that the model need not read the file back. The CLI may append reminders.
     {
       pattern:
-        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)$/,
+        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?: \(file state is current in your context — no need to Read it back\))?(?:\n+<system-reminder>[\s\S]*<\/system-reminder>\s*)?$/,
     },
     {
       pattern:
         /^The file [^\n]+ has been updated\. Here's the result of running `cat -n` on a snippet of the edited file:\n/,
     },
-    { pattern: /^File created successfully at: [^\n]+$/, created: true },
+    {
+      pattern:
+        /^File created successfully at: [^\n]+?(?:\n+<system-reminder>[\s\S]*<\/system-reminder>\s*)?$/,
+      created: true,
+    },
     { pattern: /^Applied \d+ edits? to [^\n]+:\n/ },
     // NotebookEditTool.
     { pattern: /^(?:Updated|Inserted) cell [^\n]+ with / },
