@@ -356,6 +356,11 @@ describe('Claude Code 2.1.332 results through the Messages door', () => {
         results[2],
         /-line 20: the twentieth line of the file\n\+line 20: EDITED twentieth line/,
       )
+      // The CLI's reminders stay after the diff.
+      assert.match(
+        results[2],
+        /\n<system-reminder>\n<total_tokens>\d+ tokens left<\/total_tokens>\n<\/system-reminder>$/,
+      )
     } finally {
       await proxy.close()
       await upstream.close()

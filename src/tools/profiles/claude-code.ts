@@ -45,10 +45,11 @@ export const claudeCode = defineProfile({
   ],
   success: [
     // 2.1.88 answers without a snippet; 1.0.x with a `cat -n` snippet of the new text; 2.1.332
-    // adds a note that the model need not read the file back. The CLI may append reminders.
+    // adds a note that the model need not read the file back. The CLI may append reminders: they
+    // stay, after the diff (they tell the model such things as the tokens left).
     {
       pattern:
-        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?: \(file state is current in your context — no need to Read it back\))?(?:\n+<system-reminder>[\s\S]*<\/system-reminder>\s*)?$/,
+        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?: \(file state is current in your context — no need to Read it back\))?(?<note>\n+<system-reminder>[\s\S]*<\/system-reminder>)?\s*$/,
     },
     {
       pattern:
@@ -56,7 +57,7 @@ export const claudeCode = defineProfile({
     },
     {
       pattern:
-        /^File created successfully at: [^\n]+?(?:\n+<system-reminder>[\s\S]*<\/system-reminder>\s*)?$/,
+        /^File created successfully at: [^\n]+?(?<note>\n+<system-reminder>[\s\S]*<\/system-reminder>)?\s*$/,
       created: true,
     },
     { pattern: /^Applied \d+ edits? to [^\n]+:\n/ },
