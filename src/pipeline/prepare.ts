@@ -3,7 +3,6 @@ import { LembasError } from '../errors.js'
 import type { AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
-import type { ToolDefinition } from '../wire/chat.js'
 import { arraySpan, arrayTail } from '../wire/json-scan.js'
 import { buildBody, type UpstreamBody } from './body.js'
 import { parseJson } from './json.js'
@@ -201,8 +200,11 @@ function finish(
   deps: PrepareDeps,
 ): Prepared {
   const clientHasRecall = door.definesTool(request, deps.recall.name)
-  const recallTool = clientHasRecall ? undefined : (deps.recall.tool as ToolDefinition)
-  const fields = door.withRecall(request, deps.promptBlock, recallTool)
+  const fields = door.withRecall(
+    request,
+    deps.promptBlock,
+    clientHasRecall ? undefined : deps.recall.tool,
+  )
   return {
     kind: 'rebuilt',
     request,

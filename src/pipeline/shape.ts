@@ -7,7 +7,7 @@ import { keys } from '../session/records.js'
 import { signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
 import type { Profile } from '../tools/index.js'
-import { contentText, type ChatMessage, type ToolDefinition } from '../wire/chat.js'
+import { contentText, type ChatMessage } from '../wire/chat.js'
 import { appendItems } from './body.js'
 import { dueBatch, liveResults, standIn, type ElideSettings } from './elide.js'
 import {
@@ -88,7 +88,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     {
       messages: view.messages,
       keys: tools,
-      definitions: door.definitions(request) as ToolDefinition[],
+      definitions: door.definitions(request),
       session,
       continuity,
       start: start?.history,

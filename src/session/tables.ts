@@ -1,7 +1,7 @@
 import { renderCompactionTable, type ContextRules, type TableRead } from '../context/index.js'
 import { shortHash } from './identity.js'
 import type { Store } from '../store/store.js'
-import { contentText, type ChatMessage } from '../wire/chat.js'
+import { contentText, withTextAfter, type ChatMessage } from '../wire/chat.js'
 import { keys, parseRecord, type ToolRecord } from './records.js'
 
 /** The table added after a summary, fixed when the summary is first seen. */
@@ -96,9 +96,5 @@ export async function recordHead(scope: string, head: Head, store: Store): Promi
 
 /** Appends a table after a summary's text: a string grows, parts get one more text part. */
 export function withTable(message: ChatMessage, table: string): ChatMessage {
-  const content = message.content
-  if (Array.isArray(content))
-    return { ...message, content: [...content, { type: 'text', text: table }] }
-  const text = typeof content === 'string' && content !== '' ? content + '\n\n' + table : table
-  return { ...message, content: text }
+  return { ...message, content: withTextAfter(message.content, table) }
 }

@@ -104,6 +104,15 @@ export function contentText(content: MessageContent | undefined): string {
 }
 
 /**
+ * Content with `text` after it: parts get one more text part, a string grows by a blank line
+ * and the text, empty content becomes the text. (The prompt block, a summary's table.)
+ */
+export function withTextAfter(content: unknown, text: string): string | ContentPart[] {
+  if (Array.isArray(content)) return [...(content as ContentPart[]), { type: 'text', text }]
+  return typeof content === 'string' && content !== '' ? content + '\n\n' + text : text
+}
+
+/**
  * Content with its text replaced: a string stays a string; parts keep their first text part's
  * fields (with the new text) and every non-text part, in order.
  */

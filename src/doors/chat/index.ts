@@ -2,6 +2,7 @@ import { openAIErrorBody } from '../../errors.js'
 import {
   checkChatRequest,
   type Parsed,
+  withTextAfter,
   contentText,
   isRecord,
   type ChatMessage,
@@ -39,13 +40,7 @@ export const chatDoor: Door = {
   withBlockItems(items, block) {
     const first = items[0] as ChatMessage | undefined
     if (first?.role !== 'system') return [{ role: 'system', content: block }, ...items]
-    const content = first.content
-    const joined = Array.isArray(content)
-      ? [...content, { type: 'text', text: block }]
-      : typeof content === 'string' && content !== ''
-        ? content + '\n\n' + block
-        : block
-    return [{ ...first, content: joined }, ...items.slice(1)]
+    return [{ ...first, content: withTextAfter(first.content, block) }, ...items.slice(1)]
   },
   answerDigest(item) {
     const message = item as ChatMessage

@@ -1,5 +1,11 @@
 import { ERROR_KINDS, type ErrorKind } from '../../errors.js'
-import { contentText, isRecord, type ContentPart, type ToolDefinition } from '../../wire/chat.js'
+import {
+  contentText,
+  isRecord,
+  withTextAfter,
+  type ContentPart,
+  type ToolDefinition,
+} from '../../wire/chat.js'
 import type { Door, Json, Part, RecallReply, RoundEnd } from '../../pipeline/door.js'
 import { MessagesStream } from './stream.js'
 import {
@@ -45,14 +51,8 @@ export const messagesDoor: Door = {
   toView,
   writeBack,
   withRecall(request, block, recall) {
-    const system = request.system
-    const withBlock = Array.isArray(system)
-      ? [...system, { type: 'text', text: block }]
-      : typeof system === 'string' && system !== ''
-        ? system + '\n\n' + block
-        : block
     const added = recall ? [...tools(request), anthropicTool(recall)] : tools(request)
-    return { ...request, system: withBlock, tools: added }
+    return { ...request, system: withTextAfter(request.system, block), tools: added }
   },
   withBlockItems: (items) => [...items],
   answerDigest(item) {
