@@ -27,7 +27,16 @@ export interface Facts {
   readonly call: SemanticCall
   /** What the result shows the file to be now, when it shows all of it. */
   readonly views?: readonly FileView[]
+  /**
+   * The call is a known agent tool's, but its answer is not as the profile expects (what was
+   * expected): the agent changed its output, and the result goes as it came.
+   */
+  readonly unrecognised?: string
 }
+
+// Words with which agents say a change failed (in its first 300 characters): a failure, not drift.
+const FAILED =
+  /<tool_use_error>|\b(?:error|errors|not found|no match|does not exist|doesn't exist|not been read|must read|denied|refused|failed|cannot|can't|could not|unable|invalid)\b/i
 
 // A shell read that failed prints the program's complaint, not the file; so does a shell whose
 // `cd DIR;` failed before the read ran elsewhere (stderr is often merged into the output).
@@ -94,13 +103,14 @@ async function readFacts(
       call: { kind: 'listing', group: 'list', name: 'read', args: { path: classified.path } },
     }
   }
-  if (shown.garbled) return { call: { kind: 'other' } } // numbered, but not lines it can place
+  // Numbered, but not lines it can place: a tool's own read has changed its numbering.
+  if (shown.garbled) return unrecognised(classified, 'lines numbered in one run')
   const snapshot = await workspace?.read(classified.path)
   const fileLines = snapshot ? linesOf(snapshot.content) : undefined
   // Where the lines start, as the call or the lines say; a tail's, from the file's length.
   const placed = shown.start ?? placedStart(classified, shown.lines.length)
   const start = placed ?? (fileLines && fileLines.length - shown.lines.length + 1)
-  if (start === undefined) return { call: { kind: 'other' } }
+  if (start === undefined) return unrecognised(classified, 'lines it can place')
   const end = start + shown.lines.length - 1
   if (snapshot && fileLines) {
     // Nothing shown matches only an empty file that the result says is empty.
@@ -172,7 +182,11 @@ async function changeFacts(
   const snapshots = await Promise.all(paths.map((path) => workspace?.read(path)))
   const absPaths = paths.map((path, i) => snapshots[i]?.absPath ?? blindAbsPath(path))
   // A failed edit changed nothing: its error text stays, with its id.
-  if (!success) return { call: { kind: 'other' } }
+  if (!success) {
+    const failed =
+      FAILED.test(text.slice(0, 300)) || profile.failures.some((f) => f.test(text.trimStart()))
+    return failed ? { call: { kind: 'other' } } : unrecognised(classified, 'a success answer')
+  }
   const fallback: Facts = { call: { kind: 'other', touches: absPaths } }
   // Changed, but not as the call alone says (the user edited it): touched, not derived.
   if (success.rule.opaque) return fallback
@@ -356,6 +370,13 @@ function jsonEntry(text: string, list: boolean): Record<string, unknown> | undef
   return typeof value === 'object' && value !== null && !Array.isArray(value)
     ? (value as Record<string, unknown>)
     : undefined
+}
+
+/** A known tool's answer that is not as expected: shown as it came, and reported. */
+function unrecognised(classified: Classified, expected: string): Facts {
+  // A shell command is only guessed to be a read: its output owes the profile nothing.
+  if (classified.kind === 'read' && classified.shell) return { call: { kind: 'other' } }
+  return { call: { kind: 'other' }, unrecognised: expected }
 }
 
 function linesOf(content: string): string[] {

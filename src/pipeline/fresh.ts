@@ -8,7 +8,7 @@ import {
 } from '../context/index.js'
 import type { SessionRef } from '../session/find.js'
 import { keys, parseRecord, type ToolRecord } from '../session/records.js'
-import { classifyCall } from '../tools/index.js'
+import { classifyCall, splitTrailer } from '../tools/index.js'
 import {
   contentText,
   withText,
@@ -53,7 +53,7 @@ export interface FreshInput {
 }
 
 /** What renderings saved in one request (see HistoryStats). */
-export type Savings = Pick<HistoryStats, 'dedupes' | 'caps' | 'charsSaved'>
+export type Savings = Pick<HistoryStats, 'dedupes' | 'caps' | 'charsSaved' | 'unrecognised'>
 
 /**
  * Gives new tool messages their ids and renderings, in message order: the dedupe table and the
@@ -91,15 +91,27 @@ export async function renderFresh(
     const number = numbers[i]!
     const rewrite = rewrites.get(tool.key)
     const text = contentText(tool.message.content)
-    const { rendering, facts } = await order.render(tool.message, text, number, rewrite)
+    // What the agent appended after the tool's output is no part of it: kept after the rendering.
+    const { body, trailer } = rewrite
+      ? { body: text, trailer: '' }
+      : splitTrailer(text, deps.profile.trailers)
+    const { rendering: bare, facts } = await order.render(tool.message, body, number, rewrite)
+    countSavings(savings, body, bare, number, deps.rules, facts?.call.kind)
+    if (facts?.unrecognised) {
+      const name = order.toolName(tool.message) ?? ''
+      savings.unrecognised = [
+        ...(savings.unrecognised ?? []),
+        { tool: name, expected: facts.unrecognised },
+      ]
+    }
+    const rendering = withTrailer(bare, trailer)
     const record = toolRecord(tool.message, number, rendering, facts, prev)
     for (const view of facts?.views ?? [])
       writes.push([keys.file(view.sha256), wellFormed(view.content)])
-    countSavings(savings, text, rendering, number, deps.rules, facts?.call.kind)
     rendered.set(tool.key, record)
     // A rewrite is not a new result: the full text of its id stays what it was.
     if (!rewrite) {
-      writes.push([keys.result(number), wellFormed(rendering.stored ?? text)])
+      writes.push([keys.result(number), wellFormed(rendering.stored ?? body)])
       const first: CallIdRecord = {
         n: number,
         key: tool.key,
@@ -166,6 +178,11 @@ class InOrder {
         this.#views.set(view.absPath, { sha256: view.sha256 })
   }
 
+  /** The name of the tool whose call a tool message answers. */
+  toolName(message: ChatMessage): string | undefined {
+    return this.#calls.get(message.tool_call_id ?? '')?.function.name
+  }
+
   /** A new result's rendering, with the file facts of this moment. */
   async render(
     message: ChatMessage,
@@ -187,6 +204,21 @@ class InOrder {
       ? renderResult({ number, call: facts.call, text }, this.#table, deps.rules)
       : { text: renderRewritten(number, text, deps.rules), read: rewrite?.read }
     return { rendering, facts }
+  }
+}
+
+/** A rendering, its stub's full form too, with the agent's trailer after it. */
+function withTrailer(rendering: Rendering, trailer: string): Rendering {
+  if (trailer === '') return rendering
+  return {
+    ...rendering,
+    text: rendering.text + trailer,
+    ...(rendering.stub && {
+      stub: {
+        ...rendering.stub,
+        full: { ...rendering.stub.full, text: rendering.stub.full.text + trailer },
+      },
+    }),
   }
 }
 

@@ -105,6 +105,20 @@ async function* untilEnd(events: AsyncGenerator<string>, done: () => void): Asyn
   }
 }
 
+/** The tools each logger has warned about: drift is said once per tool and process. */
+const warnedTools = new WeakMap<Logger, Set<string>>()
+
+/** A known tool answered unlike its profile: one warn line per tool, no content. */
+function warnDrift(log: Logger, rebuild: RebuildCounts | undefined): void {
+  for (const { tool, expected } of rebuild?.unrecognised ?? []) {
+    const warned = warnedTools.get(log) ?? new Set<string>()
+    warnedTools.set(log, warned)
+    if (warned.has(tool)) continue
+    warned.add(tool)
+    log.warn('unrecognised-result', { tool, expected })
+  }
+}
+
 /** The request's one info line, and its record in the stats. Counts and ids only. */
 function finished(
   deps: PipelineDeps,
@@ -117,6 +131,7 @@ function finished(
   const { meter, rebuild } = seen
   const failed = upstreamError || meter.failed === true
   const usage = upstreamUsage(meter.usage, meter.timings)
+  warnDrift(deps.log, rebuild)
   deps.log.info('request', {
     door: seen.door,
     session: seen.session?.scope,

@@ -8,7 +8,7 @@ import type { Profile } from '../tools/index.js'
 import type { Workspace } from '../workspace/index.js'
 import { withText, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
-import { addShown, renderFresh, type CallIdRecord, type Fresh } from './fresh.js'
+import { addShown, renderFresh, type CallIdRecord, type Fresh, type Savings } from './fresh.js'
 
 export interface HistoryDeps {
   readonly store: Store
@@ -31,6 +31,14 @@ export interface HistoryStats {
   compactions: number
   /** Tool results shown as an elided stand-in. */
   elided?: number
+  /** New results of known agent tools not answered as their profile expects (agent drift). */
+  unrecognised?: Unrecognised[]
+}
+
+/** A known tool's result that was not as expected: the tool, and what was expected of it. */
+export interface Unrecognised {
+  readonly tool: string
+  readonly expected: string
 }
 
 /**
@@ -125,7 +133,7 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
     records = await readRecords(session.scope, tools, input.extraKeys, deps.store)
   }
   const stillFresh = tools.filter((slot) => !records.tools.has(slot.key))
-  const savings = { dedupes: 0, caps: 0, charsSaved: 0 }
+  const savings: Savings = { dedupes: 0, caps: 0, charsSaved: 0 }
   if (stillFresh.length > 0) {
     const written = await renderFresh(
       { ...input, tools, fresh: stillFresh, known: records.tools, callIds: records.callIds },

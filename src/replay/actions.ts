@@ -18,10 +18,12 @@ export interface Actions {
   elidedLines: number
   /** Edits answered with the change's diff (or "Created, N lines."). */
   diffs: number
+  /** Results of known agent tools the proxy did not recognise (the agent's output drifted). */
+  unrecognised: number
 }
 
 export function noActions(): Actions {
-  return { results: 0, stubs: 0, dedupes: 0, caps: 0, elidedLines: 0, diffs: 0 }
+  return { results: 0, stubs: 0, dedupes: 0, caps: 0, elidedLines: 0, diffs: 0, unrecognised: 0 }
 }
 
 export function addActions(into: Actions, more: Actions): void {
@@ -31,6 +33,7 @@ export function addActions(into: Actions, more: Actions): void {
   into.caps += more.caps
   into.elidedLines += more.elidedLines
   into.diffs += more.diffs
+  into.unrecognised += more.unrecognised
 }
 
 /** A reader of renderings, built from the spec's texts. */

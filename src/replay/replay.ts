@@ -16,6 +16,7 @@ import { elideSettings, pipelineSettings } from '../config/pipeline.js'
 import { createApp } from '../http/app.js'
 import { silentLogger } from '../log.js'
 import type { ElideSettings } from '../pipeline/elide.js'
+import { createStats } from '../stats/index.js'
 import { createStore, type Store } from '../store/index.js'
 import { createUpstream } from '../upstream/index.js'
 import { isRecord } from '../wire/chat.js'
@@ -165,6 +166,8 @@ export async function replay(
     cacheWritePremium: options.cacheWritePremium,
   })!
   const stores: Store[] = []
+  // The default side's stats count the results it did not recognise.
+  const stats = createStats()
   const startApp = async (settings: ElideSettings | undefined): Promise<App> => {
     const store = await createStore('memory:', { idleTtlMs: 365 * DAY_MS })
     stores.push(store)
@@ -172,6 +175,7 @@ export async function replay(
       ...pipelineSettings(loop, { sessionHeader: SESSION_HEADER, elide: settings }),
       store,
       upstream,
+      ...(settings ? {} : { stats }),
       log: silentLogger,
       options: { compactionHeader: 'x-lembas-compaction', maxBodyBytes: 2 ** 30 },
     })
@@ -196,6 +200,7 @@ export async function replay(
         sessions.set(entry.session, state)
       }
       // The same request to the proxy as it runs by default, then to the one with --elide.
+      const unrecognisedBefore = stats.snapshot().totals.unrecognised
       const proxied = await send(proxyApp, state.header, entry.body)
       const elided = await send(elidedApp, state.header, entry.body)
       const client = JSON.parse(entry.body) as Record<string, unknown>
@@ -221,7 +226,10 @@ export async function replay(
       for (const side of SIDES)
         sides[side] = measure(sequences[side], state.previous?.[side], options)
       const sentMessages = messagesOf(proxied.body)
-      const actions = readActions(sentMessages, state.knownTools)
+      const actions = {
+        ...readActions(sentMessages, state.knownTools),
+        unrecognised: stats.snapshot().totals.unrecognised - unrecognisedBefore,
+      }
       state.knownTools = toolCallIds(sentMessages)
       state.previous = sequences
       const standIns = countStandIns(messagesOf(elided.body))

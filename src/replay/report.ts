@@ -46,7 +46,8 @@ export function formatReport(report: ReplayReport): string {
     '',
     'What the proxy did to new tool results (stubs: re-reads; dedupes: repeated listings and',
     '  searches; caps: results cut to head and tail, and the lines cut; diffs: edits), and what',
-    '  --elide did on the elided side (batches, and the results they replaced by a stand-in)',
+    '  --elide did on the elided side (batches, and the results they replaced by a stand-in);',
+    "  unrecog.: results of a known agent tool the proxy did not recognise (the agent's output changed)",
     '',
     table(
       [
@@ -60,6 +61,7 @@ export function formatReport(report: ReplayReport): string {
         'diffs',
         'batches',
         'elided',
+        'unrecog.',
       ],
       rows.map(([name, t]) => [
         name,
@@ -72,6 +74,7 @@ export function formatReport(report: ReplayReport): string {
         int(t.actions.diffs),
         int(t.elisions.batches),
         int(t.elisions.results),
+        int(t.actions.unrecognised),
       ]),
     ),
   )

@@ -11,6 +11,8 @@ export interface RebuildCounts {
   readonly caps: number
   readonly charsSaved: number
   readonly spliced?: number
+  /** Results of known agent tools not answered as their profile expects: the tool, what was expected. */
+  readonly unrecognised?: readonly { readonly tool: string; readonly expected: string }[]
 }
 
 /** One finished request, as the pipeline saw it. */
@@ -46,6 +48,8 @@ export interface Figures {
   /** charsSaved / 4, rounded: an estimate, not a tokenizer's count. */
   tokensSavedEstimate: number
   recalls: number
+  /** Results of known agent tools not as their profile expects: the agent's output drifted. */
+  unrecognised: number
   promptTokens: number
   completionTokens: number
   cachedTokens: number
@@ -62,6 +66,8 @@ export interface SessionFigures extends Figures {
 export interface StatsSnapshot {
   readonly since: string
   readonly totals: Figures
+  /** `totals.unrecognised` by tool name. */
+  readonly unrecognisedByTool: Record<string, number>
   /** Most recently active first; at most `maxSessions`. */
   readonly sessions: SessionFigures[]
 }
@@ -84,6 +90,7 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
   const since = new Date().toISOString()
   const totals = emptyFigures()
   const sessions = new Map<string, SessionFigures>()
+  const unrecognisedByTool = new Map<string, number>()
   const registry = new Registry()
   const m = metricsOf(registry)
 
@@ -115,6 +122,10 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
         m.charsSaved.inc(rebuild.charsSaved)
         m.tokensSaved.inc(rebuild.charsSaved / CHARS_PER_TOKEN)
         if (rebuild.spliced) m.spliced.inc()
+        for (const { tool } of rebuild.unrecognised ?? []) {
+          m.unrecognised.inc({ tool })
+          unrecognisedByTool.set(tool, (unrecognisedByTool.get(tool) ?? 0) + 1)
+        }
       }
       m.recalls.inc(request.recalls)
       m.promptTokens.inc(usage.promptTokens)
@@ -130,6 +141,7 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
       return {
         since,
         totals: { ...totals },
+        unrecognisedByTool: Object.fromEntries(unrecognisedByTool),
         sessions: [...sessions.values()].reverse().map((figures) => ({ ...figures })),
       }
     },
@@ -148,6 +160,7 @@ function emptyFigures(): Figures {
     charsSaved: 0,
     tokensSavedEstimate: 0,
     recalls: 0,
+    unrecognised: 0,
     promptTokens: 0,
     completionTokens: 0,
     cachedTokens: 0,
@@ -166,6 +179,7 @@ function add(figures: Figures, request: FinishedRequest, usage: UpstreamUsage): 
     figures.caps += rebuild.caps
     figures.charsSaved += rebuild.charsSaved
     figures.tokensSavedEstimate = Math.round(figures.charsSaved / CHARS_PER_TOKEN)
+    figures.unrecognised += rebuild.unrecognised?.length ?? 0
   }
   figures.recalls += request.recalls
   figures.promptTokens += usage.promptTokens
@@ -213,6 +227,11 @@ function metricsOf(registry: Registry) {
       'Estimated tokens not sent upstream: lembas_chars_saved_total / 4.',
     ),
     spliced: counter('lembas_spliced_total', 'Requests handled on the fast path.'),
+    unrecognised: counter(
+      'lembas_unrecognised_results_total',
+      "Results of a known agent tool not answered as its profile expects (the agent's output changed), by tool.",
+      ['tool'],
+    ),
     recalls: counter('lembas_recalls_total', 'Recall calls answered by the proxy.'),
     promptTokens: counter(
       'lembas_upstream_prompt_tokens_total',

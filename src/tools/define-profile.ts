@@ -135,9 +135,20 @@ export interface CompactionMarker {
   readonly summary?: 'self' | 'next' | 'previous'
 }
 
+/**
+ * A block an agent appends after the output of any of its tools (Claude Code's
+ * `<system-reminder>…</system-reminder>`): the output is classified, compared, stubbed and capped
+ * without it, and the blocks are kept, byte for byte, after the rendering.
+ */
+export interface Trailer {
+  readonly open: string
+  readonly close: string
+}
+
 export interface Profile {
   readonly name: string
   readonly tools: readonly ToolRule[]
+  readonly trailers: readonly Trailer[]
   /** A read result starting like this is a failure, not content. */
   readonly failures: readonly RegExp[]
   readonly envelopes: readonly ReadEnvelope[]
@@ -170,6 +181,7 @@ export function defineProfile(profile: PartialProfile): Profile {
     }
   }
   return Object.freeze({
+    trailers: [],
     failures: [],
     envelopes: [],
     shellEnvelopes: [],
@@ -187,6 +199,7 @@ export function mergeProfiles(name: string, profiles: readonly Profile[]): Profi
   return Object.freeze({
     name,
     tools: all('tools'),
+    trailers: all('trailers'),
     failures: all('failures'),
     envelopes: all('envelopes'),
     shellEnvelopes: all('shellEnvelopes'),

@@ -297,8 +297,10 @@ describe('POST /v1/messages refusals', () => {
 describe('Claude Code 2.1.332 results through the Messages door', () => {
   // As the CLI sent them: the last `41\t` of a file ending in a newline trimmed to `41` before
   // its reminder, and the Edit sentence's "no need to Read it back" tail.
-  const REMINDER =
-    '\n\n<system-reminder>\n<total_tokens>14999840 tokens left</total_tokens>\n</system-reminder>'
+  // N falls every turn: a volatile envelope that must stop neither a stub nor a dedupe.
+  const reminder = (left: number) =>
+    `\n\n<system-reminder>\n<total_tokens>${left} tokens left</total_tokens>\n</system-reminder>`
+  const REMINDER = reminder(14999840)
   const file = '/tmp/cc-check/proj4/notes.txt'
   const lines = Array.from({ length: 40 }, (_, i) =>
     i === 19
@@ -329,14 +331,18 @@ describe('Claude Code 2.1.332 results through the Messages door', () => {
           { tools: [{ name: 'Read', input: { file_path: file } }] },
           { tools: [{ name: 'Read', input: { file_path: file } }] },
           { tools: [{ name: 'Edit', input: edit }] },
+          { tools: [{ name: 'Bash', input: { command: 'ls', description: 'List files' } }] },
+          { tools: [{ name: 'Bash', input: { command: 'ls', description: 'List files' } }] },
           { text: 'Done.' },
         ]),
       )
       const client = new Client(proxy.url, false)
       await client.ask('edit line 20')
       await client.answer({ Read: read })
-      await client.answer({ Read: read })
-      const done = await client.answer({ Edit: edited })
+      await client.answer({ Read: read.replace(REMINDER, reminder(14999700)) })
+      await client.answer({ Edit: edited })
+      await client.answer({ Bash: 'notes.txt\nother.txt' + reminder(14999500) })
+      const done = await client.answer({ Bash: 'notes.txt\nother.txt' + reminder(14999300) })
       assert.equal(done.content[0].text, 'Done.')
       assert.deepEqual(historyChanges(upstream), [])
       const results = upstreamMessages(upstream)
@@ -345,12 +351,16 @@ describe('Claude Code 2.1.332 results through the Messages door', () => {
         .filter((b: any) => b.type === 'tool_result')
         .map((b: any) => b.content)
       assert.match(results[0], new RegExp(`^\\[#0001 ${file} lines 1-40\\]\\n1\\t`))
-      assert.match(
+      assert.ok(results[0].endsWith('\n41' + REMINDER), 'the read keeps its reminder')
+      // The re-read's own reminder (fewer tokens left) stops no stub, and stays after it.
+      assert.equal(
         results[1],
-        new RegExp(
-          `^\\[#0002 ${file} lines 1-40\\] Unchanged since #0001, which already shows lines 1-40\\.$`,
-        ),
+        `[#0002 ${file} lines 1-40] Unchanged since #0001, which already shows lines 1-40.` +
+          reminder(14999700),
       )
+      // The second `ls`: "Same result as", though its reminder differs, with that reminder kept.
+      assert.equal(results[3], '[#0004]\nnotes.txt\nother.txt' + reminder(14999500))
+      assert.equal(results[4], '[#0005] Same result as #0004.' + reminder(14999300))
       assert.match(results[2], /^\[#0003 /)
       assert.match(
         results[2],

@@ -286,3 +286,68 @@ describe('the stats collector', () => {
     assert.equal(totals.completionTokens, 8)
   })
 })
+
+describe('drift: results of known tools the proxy does not recognise', () => {
+  test('counted in /stats and /metrics, warned once per tool, no content logged', async () => {
+    const upstream = await startFakeUpstream()
+    const lines: string[] = []
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+      stats: createStats(),
+      log: createLogger('info', (line) => void lines.push(line)),
+    })
+    try {
+      const call = (id: string, name: string, args: object) => ({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+      })
+      const edit = { file_path: 'src/a.ts', old_string: 'a', new_string: 'b' }
+      const messages: object[] = [{ role: 'user', content: 'go' }]
+      const steps: [string, object, string][] = [
+        ['Edit', edit, 'SECRET-CONTENT: changed it as you asked.'],
+        ['Read', { file_path: 'src/a.ts' }, '1\ta\n2\tb\n9\tSECRET-CONTENT'],
+        ['Edit', edit, 'SECRET-CONTENT: changed it again.'],
+        ['Edit', edit, 'The file src/a.ts has been updated successfully.'],
+      ]
+      for (const [i, [name, args, result]] of steps.entries()) {
+        messages.push(call(`call_${i}`, name, args), {
+          role: 'tool',
+          tool_call_id: `call_${i}`,
+          content: result,
+        })
+        const reply = await postChat(
+          proxy.url,
+          { model: 'm', tools: TOOLS, messages },
+          { 'x-session-id': 'drift' },
+        )
+        assert.equal(reply.status, 200)
+      }
+      const snapshot = (await (await fetch(proxy.url + '/stats')).json()) as StatsSnapshot
+      assert.equal(snapshot.totals.unrecognised, 3)
+      assert.deepEqual(snapshot.unrecognisedByTool, { Edit: 2, Read: 1 })
+      assert.equal(snapshot.sessions[0]!.unrecognised, 3)
+      const metrics = await (await fetch(proxy.url + '/metrics')).text()
+      assert.match(metrics, /^lembas_unrecognised_results_total\{tool="Edit"\} 2$/m)
+      assert.match(metrics, /^lembas_unrecognised_results_total\{tool="Read"\} 1$/m)
+      const warns = lines.map((line) => JSON.parse(line)).filter((l) => l.level === 'warn')
+      assert.deepEqual(
+        warns.map((w) => [w.event, w.tool, w.expected]),
+        [
+          ['unrecognised-result', 'Edit', 'a success answer'],
+          ['unrecognised-result', 'Read', 'lines numbered in one run'],
+        ],
+      )
+      assert.ok(!lines.join('').includes('SECRET-CONTENT'), 'no result text in the log')
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+})
+
+const TOOLS = ['Read', 'Edit'].map((name) => ({
+  type: 'function',
+  function: { name, parameters: { type: 'object' } },
+}))

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import type { FileChange, SemanticCall } from '../../src/context/index.js'
 import { resultFacts, type FileViews } from '../../src/pipeline/facts.js'
-import { classifyCall, commandArgv, defaultProfile } from '../../src/tools/index.js'
+import { classifyCall, commandArgv, defaultProfile, splitTrailer } from '../../src/tools/index.js'
 import type { ToolDefinition } from '../../src/wire/chat.js'
 
 const AGENTS = [
@@ -338,13 +338,16 @@ for (const agent of AGENTS) {
         sample.call.arguments,
         definitions,
       )
+      // As the pipeline does: what the agent appends after any output is split off first.
       const facts = await resultFacts(
         classified,
-        resultText(sample),
+        splitTrailer(resultText(sample), defaultProfile.trailers).body,
         defaultProfile,
         undefined,
         views,
       )
+      // Every captured answer, failures included, is one the profile expects: no drift reported.
+      assert.equal(facts.unrecognised, undefined, 'reported as unrecognised')
       assertCall(facts.call, want)
       const after = AFTER[name]
       if (after !== undefined && facts.call.kind === 'edit') assert.equal(facts.call.after, after)

@@ -8,6 +8,7 @@ import {
   searchReplaceBlocks,
   shellCall,
   shownLines,
+  splitTrailer,
 } from '../../src/tools/index.js'
 import { resultFacts, type FileViews } from '../../src/pipeline/facts.js'
 import { createWorkspace } from '../../src/workspace/index.js'
@@ -399,11 +400,12 @@ describe('rules that share a name, lists of one, JSON results, inserts', () => {
 describe('resultFacts: what the samples do not show', () => {
   const before = 'const a = 1\nconst b = "x"\n'
   const views: FileViews = { content: async (p) => (p === 'src/a.ts' ? before : undefined) }
+  // As the pipeline does: the agent's trailer (Claude Code's reminders) is split off first.
   const facts = async (name: string, args: object, text: string) =>
     (
       await resultFacts(
         classifyCall(defaultProfile, name, JSON.stringify(args), none),
-        text,
+        splitTrailer(text, defaultProfile.trailers).body,
         defaultProfile,
         undefined,
         views,
@@ -414,10 +416,12 @@ describe('resultFacts: what the samples do not show', () => {
   const REMINDER =
     '\n\n<system-reminder>\n<total_tokens>14999840 tokens left</total_tokens>\n</system-reminder>'
   test('Claude Code 2.1.332: a full read of a file ending in a newline, its last `N\\t` trimmed to `N`', async () => {
-    const shown = shownLines(
+    const split = splitTrailer(
       '1\tconst a = 1\n2\tconst b = "x"\n3' + REMINDER,
-      defaultProfile.envelopes,
+      defaultProfile.trailers,
     )
+    assert.deepEqual(split, { body: '1\tconst a = 1\n2\tconst b = "x"\n3', trailer: REMINDER })
+    const shown = shownLines(split.body, defaultProfile.envelopes)
     assert.deepEqual(shown, { start: 1, lines: ['const a = 1', 'const b = "x"'] })
     const call = await facts(
       'Read',
@@ -575,5 +579,63 @@ describe('resultFacts: what the samples do not show', () => {
     const util = (await read('util.ts')).call
     assert.equal(util.kind, 'read')
     if (util.kind === 'read') assert.deepEqual([util.file, util.total], [undefined, 0])
+  })
+})
+
+describe('splitTrailer: what an agent appends after any tool output', () => {
+  const trailers = defaultProfile.trailers
+  const block = (inside: string) => `<system-reminder>\n${inside}\n</system-reminder>`
+  test('peels every block at the end, last first, with the white space before them', () => {
+    const tail = `\n\n${block('a')}\n\n${block('tokens left')}\n`
+    assert.deepEqual(splitTrailer('out\nput' + tail, trailers), { body: 'out\nput', trailer: tail })
+  })
+  test('a block inside the output, or text after the last block, is the output', () => {
+    const inner = `before\n${block('x')}\nafter`
+    assert.deepEqual(splitTrailer(inner, trailers), { body: inner, trailer: '' })
+    assert.deepEqual(splitTrailer('plain output\n', trailers), {
+      body: 'plain output\n',
+      trailer: '',
+    })
+  })
+  test('a result that is only blocks stays whole; an unopened close is output', () => {
+    const only = block('Warning: the file exists but the contents are empty.')
+    assert.deepEqual(splitTrailer(only, trailers), { body: only, trailer: '' })
+    const broken = 'x\n</system-reminder>'
+    assert.deepEqual(splitTrailer(broken, trailers), { body: broken, trailer: '' })
+  })
+  test('no trailers in the profile: nothing is split', () => {
+    const text = 'x\n' + block('y')
+    assert.deepEqual(splitTrailer(text, []), { body: text, trailer: '' })
+  })
+})
+
+describe('drift: a known tool answered unlike its profile is reported', () => {
+  const views: FileViews = { content: async () => undefined }
+  const facts = (name: string, args: object, text: string) =>
+    resultFacts(
+      classifyCall(defaultProfile, name, JSON.stringify(args), new Map()),
+      text,
+      defaultProfile,
+      undefined,
+      views,
+    )
+  const edit = { file_path: 'src/a.ts', old_string: 'a', new_string: 'b' }
+  test('an edit answered in words no profile knows, and not as a failure', async () => {
+    const changed = await facts('Edit', edit, 'Changed src/a.ts as asked.')
+    assert.deepEqual(changed, { call: { kind: 'other' }, unrecognised: 'a success answer' })
+  })
+  test('a failed edit is a failure, not drift; a success is neither', async () => {
+    for (const text of [
+      '<tool_use_error>String to replace not found in file.</tool_use_error>',
+      'Error: oldString not found in content',
+      'File has not been read yet. Read it first before writing to it.',
+    ])
+      assert.equal((await facts('Edit', edit, text)).unrecognised, undefined, text)
+  })
+  test('a read whose numbering does not run on; a shell read owes nothing', async () => {
+    const read = await facts('Read', { file_path: 'src/a.ts' }, '1\ta\n2\tb\n7\tc')
+    assert.deepEqual(read, { call: { kind: 'other' }, unrecognised: 'lines numbered in one run' })
+    const shell = await facts('Bash', { command: 'cat -n src/a.ts' }, '     1\ta\n     7\tb')
+    assert.equal(shell.unrecognised, undefined)
   })
 })

@@ -33,6 +33,9 @@ export const claudeCode = defineProfile({
     { kind: 'list', names: ['LS'] },
     { kind: 'shell', names: ['Bash'], command: ['command'] },
   ],
+  // The CLI appends reminders after any tool's output on most models (tokens left, todo nudges,
+  // a file's changes): volatile, so compared without, and kept after the rendering.
+  trailers: [{ open: '<system-reminder>', close: '</system-reminder>' }],
   envelopes: [
     // FileReadTool: an empty file is this reminder alone.
     {
@@ -40,24 +43,20 @@ export const claudeCode = defineProfile({
         /^<system-reminder>Warning: the file exists but the contents are empty\.<\/system-reminder>\s*$/,
       kind: 'empty',
     },
-    // A reminder the CLI appends after the lines of a read.
-    { pattern: /^(?<body>[\s\S]*?)\n*<system-reminder>[\s\S]*<\/system-reminder>\s*$/ },
   ],
   success: [
     // 2.1.88 answers without a snippet; 1.0.x with a `cat -n` snippet of the new text; 2.1.332
-    // adds a note that the model need not read the file back. The CLI may append reminders: they
-    // stay, after the diff (they tell the model such things as the tokens left).
+    // adds a note that the model need not read the file back.
     {
       pattern:
-        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?: \(file state is current in your context — no need to Read it back\))?(?<note>\n+<system-reminder>[\s\S]*<\/system-reminder>)?\s*$/,
+        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?: \(file state is current in your context — no need to Read it back\))?\s*$/,
     },
     {
       pattern:
         /^The file [^\n]+ has been updated\. Here's the result of running `cat -n` on a snippet of the edited file:\n/,
     },
     {
-      pattern:
-        /^File created successfully at: [^\n]+?(?<note>\n+<system-reminder>[\s\S]*<\/system-reminder>)?\s*$/,
+      pattern: /^File created successfully at: [^\n]+?\s*$/,
       created: true,
     },
     { pattern: /^Applied \d+ edits? to [^\n]+:\n/ },
@@ -67,6 +66,8 @@ export const claudeCode = defineProfile({
   ],
   failures: [
     /^<tool_use_error>/,
+    // A read past the end: the CLI answers with a reminder alone.
+    /^<system-reminder>Warning: the file exists but is shorter than the provided offset\b/,
     /^File does not exist\./,
     // Errors thrown from Node's fs reach the model as their message (a directory: EISDIR).
     /^E[A-Z]{3,}: [^\n]*, [a-z]+ '/,

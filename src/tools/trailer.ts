@@ -1,0 +1,32 @@
+import type { Trailer } from './define-profile.js'
+
+/** A tool result split into the tool's own output and what the agent appended after it. */
+export interface Split {
+  readonly body: string
+  /** The appended blocks with the white space before them, byte for byte; '' when none. */
+  readonly trailer: string
+}
+
+/**
+ * Peels the blocks an agent appends after any tool's output (Claude Code's `<system-reminder>`)
+ * off the end of a result, last first. Linear: it only looks at the text's end. A result that is
+ * nothing but such blocks is left whole (Claude Code's empty-file read is one reminder).
+ */
+export function splitTrailer(text: string, trailers: readonly Trailer[]): Split {
+  let cut = text.length
+  for (;;) {
+    const end = trimmedEnd(text, cut)
+    const block = trailers.find((t) => text.startsWith(t.close, end - t.close.length))
+    const open = block ? text.lastIndexOf(block.open, end - block.close.length) : -1
+    if (!block || open < 0) break
+    cut = trimmedEnd(text, open)
+    if (cut === 0) return { body: text, trailer: '' }
+  }
+  return { body: text.slice(0, cut), trailer: text.slice(cut) }
+}
+
+function trimmedEnd(text: string, end: number): number {
+  let i = end
+  while (i > 0 && /\s/.test(text[i - 1]!)) i--
+  return i
+}
