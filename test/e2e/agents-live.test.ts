@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
+import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
@@ -51,6 +52,31 @@ interface AgentSetup {
 
 const toolNames = (json: any): string[] => (json?.tools ?? []).map((t: any) => t?.function?.name)
 
+/** opencode's (and Kilo's) config: one OpenAI-compatible provider at the proxy, all allowed. */
+function openaiCompatibleConfig(baseUrl: string): object {
+  return {
+    autoupdate: false,
+    share: 'disabled',
+    model: 'live/live-model',
+    small_model: 'live/live-model',
+    permission: { edit: 'allow', bash: 'allow', webfetch: 'allow', external_directory: 'allow' },
+    provider: {
+      live: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'Live test',
+        options: { baseURL: baseUrl, apiKey: 'live-key' },
+        models: {
+          'live-model': {
+            name: 'Live Model',
+            tool_call: true,
+            limit: { context: 200000, output: 8192 },
+          },
+        },
+      },
+    },
+  }
+}
+
 const SETUPS: AgentSetup[] = [
   {
     agent: 'qwen',
@@ -83,35 +109,7 @@ const SETUPS: AgentSetup[] = [
     sessionHeader: 'x-session-affinity',
     command: (baseUrl, project) => {
       const config = join(project.home, 'opencode.json')
-      writeFileSync(
-        config,
-        JSON.stringify({
-          autoupdate: false,
-          share: 'disabled',
-          model: 'live/live-model',
-          small_model: 'live/live-model',
-          permission: {
-            edit: 'allow',
-            bash: 'allow',
-            webfetch: 'allow',
-            external_directory: 'allow',
-          },
-          provider: {
-            live: {
-              npm: '@ai-sdk/openai-compatible',
-              name: 'Live test',
-              options: { baseURL: baseUrl, apiKey: 'live-key' },
-              models: {
-                'live-model': {
-                  name: 'Live Model',
-                  tool_call: true,
-                  limit: { context: 200000, output: 8192 },
-                },
-              },
-            },
-          },
-        }),
-      )
+      writeFileSync(config, JSON.stringify(openaiCompatibleConfig(baseUrl)))
       return {
         args: ['run', '--print-logs', '--log-level', 'WARN', '--auto', TASK],
         env: isolatedEnv(project.home, {
@@ -120,6 +118,28 @@ const SETUPS: AgentSetup[] = [
           OPENCODE_DISABLE_AUTOUPDATE: '1',
           OPENCODE_DISABLE_SHARE: '1',
           OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+        }),
+      }
+    },
+  },
+  {
+    agent: 'kilo',
+    // Kilo CLI is built on opencode: the same tools, config and headless `run`.
+    isMain: (json) => toolNames(json).includes('read') && toolNames(json).includes('task'),
+    store: (dir) => `sqlite:${join(dir, 'store.db')}`,
+    sessionHeader: 'x-session-affinity',
+    command: (baseUrl, project) => {
+      const config = join(project.home, 'kilo.json')
+      writeFileSync(config, JSON.stringify(openaiCompatibleConfig(baseUrl)))
+      return {
+        args: ['run', '--print-logs', '--log-level', 'WARN', '--auto', TASK],
+        env: isolatedEnv(project.home, {
+          KILO_CONFIG: config,
+          KILO_NO_DAEMON: '1',
+          KILO_DISABLE_MODELS_FETCH: '1',
+          KILO_DISABLE_AUTOUPDATE: '1',
+          KILO_DISABLE_SHARE: '1',
+          KILO_DISABLE_LSP_DOWNLOAD: '1',
         }),
       }
     },
@@ -177,7 +197,7 @@ for (const setup of SETUPS) {
       { timeout: RUN_TIMEOUT_MS + 40_000 },
       async () => {
         const binary = agentBinary(setup.agent)
-        if (setup.agent === 'opencode') requireRipgrep()
+        if (setup.agent !== 'qwen') requireRipgrep()
         const project = makeLiveProject(setup.agent)
         const bigSha = sha8(project.big)
         const utilShaBefore = sha8(project.util)
@@ -189,9 +209,11 @@ for (const setup of SETUPS) {
         )
         const fake = await startFakeUpstream(model.script)
         const store = await createStore(setup.store(dirname(project.root)), { idleTtlMs: DAY })
+        const stats = createStats()
         const proxy = await startProxy({
           upstreamUrl: fake.url,
           store,
+          stats,
           workspace: await createWorkspace([project.root]),
           ...(setup.sessionHeader ? { sessionHeader: setup.sessionHeader } : {}),
         })
@@ -403,6 +425,9 @@ for (const setup of SETUPS) {
           // 12. The call the model made after the recall, numbered next.
           assert.ok(original[11]!.includes('after-recall'), original[11])
           assert.equal(echo, `[#000c]\n${original[11]}`)
+          // Every result of a known tool was as its profile expects: no drift reported.
+          const drift = stats.snapshot()
+          assert.equal(drift.totals.unrecognised, 0, JSON.stringify(drift.unrecognisedByTool))
         } finally {
           await tap.close()
           await proxy.close()

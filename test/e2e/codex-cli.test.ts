@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { homedir, tmpdir } from 'node:os'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
@@ -13,10 +13,10 @@ import {
   responsesRequests,
 } from '../helpers/fake-responses.js'
 import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { agentBinary } from './live/agents.js'
 
-/** The real Codex CLI, installed by .ci/run beside the other agents' CLIs. */
-const agentsDir = process.env.LEMBAS_AGENTS_DIR ?? join(homedir(), '.cache', 'lembas-agents')
-const codexBin = process.env.LEMBAS_CODEX_BIN ?? join(agentsDir, 'node_modules', '.bin', 'codex')
+/** The real Codex CLI, installed by the test set-up beside the other agents' CLIs. */
+let codexBin = ''
 
 /** The command argument in the shape of whichever shell tool Codex offers. */
 function shellCall(tools: any[]): { name: string; args: Record<string, unknown> } {
@@ -28,11 +28,7 @@ function shellCall(tools: any[]): { name: string; args: Record<string, unknown> 
 
 describe('the real Codex CLI through /v1/responses', () => {
   before(() => {
-    if (!existsSync(codexBin)) {
-      throw new Error(
-        `Codex CLI missing at ${codexBin}: npm install --prefix ${agentsDir} @openai/codex@0.171.0`,
-      )
-    }
+    codexBin = agentBinary('codex')
   })
 
   let upstream: FakeUpstream

@@ -77,12 +77,21 @@ export async function startProxy(options: {
 }
 
 /** POSTs a chat request to the proxy and returns status, headers and body text. */
-export async function postChat(
+export function postChat(
   proxyUrl: string,
   body: unknown,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; headers: Headers; text: string; json: any }> {
-  const response = await fetch(proxyUrl + '/v1/chat/completions', {
+  return postTo(proxyUrl + '/v1/chat/completions', body, headers)
+}
+
+/** POSTs a JSON body to a URL of the proxy and returns status, headers and body text. */
+export async function postTo(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string; json: any }> {
+  const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: 'Bearer test-key', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),

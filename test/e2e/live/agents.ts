@@ -17,26 +17,57 @@ import {
 import { homedir, tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 
-/** The versions the fixtures in test/fixtures/agents were recorded with. */
+interface AgentPackage {
+  readonly name: string
+  readonly version: string
+  readonly bin: string
+  /** Packages installed beside it at the same version (a platform binary). */
+  readonly with?: readonly string[]
+  /** Its install scripts fetch from the internet: install without them. */
+  readonly ignoreScripts?: boolean
+}
+
+/** The agent CLIs the tests run for real, at the versions the fixtures were recorded with. */
 export const AGENT_PACKAGES = {
   qwen: { name: '@qwen-code/qwen-code', version: '0.24.4', bin: 'qwen' },
   opencode: { name: 'opencode-ai', version: '1.18.33', bin: 'opencode' },
-} as const
+  codex: { name: '@openai/codex', version: '0.171.0', bin: 'codex' },
+  claude: { name: '@anthropic-ai/claude-code', version: '2.1.332', bin: 'claude' },
+  kilo: {
+    name: '@kilocode/cli',
+    version: '7.7.7',
+    bin: 'kilo',
+    with: ['@kilocode/cli-linux-x64'],
+    ignoreScripts: true,
+  },
+} as const satisfies Record<string, AgentPackage>
 
 export type AgentName = keyof typeof AGENT_PACKAGES
 
-/** $LEMBAS_AGENTS_DIR, else ~/.cache/lembas-agents: an npm prefix holding both CLIs. */
+/** $LEMBAS_AGENTS_DIR, else ~/.cache/lembas-agents: an npm prefix holding the CLIs. */
 export function agentsDir(): string {
   return process.env['LEMBAS_AGENTS_DIR'] || join(homedir(), '.cache', 'lembas-agents')
 }
 
+/** The npm commands that install every pinned CLI into `dir` (one per install-scripts mode). */
+export function installCommands(dir = agentsDir()): string[] {
+  const all: AgentPackage[] = Object.values(AGENT_PACKAGES)
+  return [false, true].flatMap((ignore) => {
+    const specs = all
+      .filter((p) => (p.ignoreScripts ?? false) === ignore)
+      .flatMap((p) => [p.name, ...(p.with ?? [])].map((name) => `${name}@${p.version}`))
+    if (specs.length === 0) return []
+    const flags = `--no-audit --no-fund --loglevel=error${ignore ? ' --ignore-scripts' : ''}`
+    return [`npm install --prefix "${dir}" ${flags} ${specs.join(' ')}`]
+  })
+}
+
 export function installCommand(dir = agentsDir()): string {
-  const specs = Object.values(AGENT_PACKAGES).map((p) => `${p.name}@${p.version}`)
-  return `npm install --prefix "${dir}" --no-audit --no-fund ${specs.join(' ')}`
+  return installCommands(dir).join(' && ')
 }
 
 /** What is wrong with the installed CLI, or undefined when the pinned version is there. */
-function problem(agent: AgentName, dir: string): string | undefined {
+export function problem(agent: AgentName, dir = agentsDir()): string | undefined {
   const pkg = AGENT_PACKAGES[agent]
   const bin = join(dir, 'node_modules', '.bin', pkg.bin)
   if (!existsSync(bin)) return `${pkg.bin} is not installed (no ${bin})`

@@ -1,0 +1,316 @@
+/**
+ * The real Claude Code CLI (2.1.332, installed outside the repo's dependencies, see
+ * test/e2e/live/README.md) run headless through the proxy's /v1/messages door against a scripted
+ * fake Messages API, in a scratch project given to the proxy as its workspace: once with a model
+ * name on which the CLI appends `<system-reminder>` blocks to every tool result, once without.
+ */
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { describe, test } from 'node:test'
+import { createLogger } from '../../src/log.js'
+import { createStats, type StatsSnapshot } from '../../src/stats/index.js'
+import { createStore } from '../../src/store/index.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import { anthropicEvents, anthropicMessage, type Block } from '../helpers/fake-anthropic.js'
+import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import { startProxy } from '../helpers/proxy.js'
+import {
+  AGENT_PACKAGES,
+  agentBinary,
+  describeRun,
+  isolatedEnv,
+  makeLiveProject,
+  runAgent,
+  type LiveProject,
+} from './live/agents.js'
+import { startTap } from './live/tap.js'
+
+const DAY = 86_400_000
+const RUN_TIMEOUT_MS = 90_000
+const FINAL = 'Done: read, edited, listed, searched, wrote, ran seq and recalled its middle.'
+const RECALL_FROM = 700
+
+type Call = { name: string; input: Record<string, unknown> }
+
+/** The session the model plays: one step per main request, told by the tool turns so far. */
+function plan(project: LiveProject): ((messages: any[]) => Call | string)[] {
+  const { big, util, root } = project
+  const bash = (command: string) => ({ name: 'Bash', input: { command, description: command } })
+  return [
+    () => ({ name: 'Read', input: { file_path: big } }),
+    () => ({ name: 'Read', input: { file_path: big } }),
+    () => ({ name: 'Read', input: { file_path: big, offset: 101, limit: 20 } }),
+    () => ({ name: 'Read', input: { file_path: util } }),
+    () => ({
+      name: 'Edit',
+      input: {
+        file_path: util,
+        old_string: 'return a + b;',
+        new_string: 'return a + b + 0; // edited',
+        replace_all: false,
+      },
+    }),
+    () => bash(`ls ${root}/src`),
+    () => bash(`ls ${root}/src`),
+    () => bash(`grep -rn "function compute1" ${root}/src`),
+    () => bash(`grep -rn "function compute1" ${root}/src`),
+    () => ({ name: 'Write', input: { file_path: join(root, 'NEW.md'), content: 'one\ntwo\n' } }),
+    () => bash('seq 1 1500'),
+    (messages) => ({
+      name: 'recall',
+      input: { id: lastId(messages), offset: RECALL_FROM, limit: 5 },
+    }),
+    () => bash('echo after-recall'),
+    () => FINAL,
+  ]
+}
+
+/** The id of the last tool result in a Messages request, from its bracket. */
+function lastId(messages: any[]): string {
+  const texts = messages.flatMap((m) =>
+    Array.isArray(m.content)
+      ? m.content.filter((b: any) => b.type === 'tool_result').map(resultText)
+      : [],
+  )
+  const id = /^\[(#[0-9a-f]+)/.exec(texts.at(-1) ?? '')?.[1]
+  if (!id) throw new Error(`no id on the last result: ${String(texts.at(-1)).slice(0, 80)}`)
+  return id
+}
+
+function resultText(block: any): string {
+  return typeof block.content === 'string'
+    ? block.content
+    : block.content.map((p: any) => p.text ?? '').join('\n')
+}
+
+const isMain = (json: any) => {
+  const names = (json?.tools ?? []).map((t: any) => t.name)
+  return names.includes('Read') && names.includes('Bash')
+}
+
+/** The tool results of a Messages request, in order. */
+function results(json: any): any[] {
+  return json.messages.flatMap((m: any) =>
+    Array.isArray(m.content) ? m.content.filter((b: any) => b.type === 'tool_result') : [],
+  )
+}
+
+/** A message without the client's own cache markers, which Claude Code moves every turn. */
+const unmarked = (message: unknown) =>
+  JSON.stringify(message, (key, value) => (key === 'cache_control' ? undefined : value))
+
+/** The indexes of messages the client itself changed from one of its requests to the next. */
+function clientChanges(client: readonly any[]): Set<number> {
+  const changed = new Set<number>()
+  for (let i = 1; i < client.length; i++)
+    client[i - 1].messages.forEach((message: unknown, k: number) => {
+      if (unmarked(message) !== unmarked(client[i].messages[k])) changed.add(k)
+    })
+  return changed
+}
+
+/**
+ * Each main request repeats the previous one's messages: every message the same but for the
+ * client's markers and what the client itself changed (the CLI turns a message's text blocks into
+ * a string on some models), and byte for byte up to the first such message.
+ */
+function historyChanges(main: readonly RecordedRequest[], client: readonly any[]): string[] {
+  const own = clientChanges(client)
+  const problems: string[] = []
+  for (let i = 1; i < main.length; i++) {
+    const before: any[] = main[i - 1]!.json.messages
+    const after: any[] = main[i]!.json.messages
+    before.forEach((message, k) => {
+      if (!own.has(k) && unmarked(message) !== unmarked(after[k]))
+        problems.push(`request ${i + 1} changes message ${k}`)
+    })
+    const moved = before.findIndex(
+      (m, k) => own.has(k) || JSON.stringify(m) !== JSON.stringify(after[k]),
+    )
+    const prefix = JSON.stringify(moved < 0 ? before : before.slice(0, moved)).slice(0, -1)
+    if (!main[i]!.body.includes(prefix)) problems.push(`request ${i + 1}: the prefix bytes moved`)
+  }
+  return problems
+}
+
+const sha8 = (path: string) =>
+  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
+const hex = (n: number) => '#' + n.toString(16).padStart(4, '0')
+const REMINDERS = /(?:\s*<system-reminder>[\s\S]*?<\/system-reminder>)+\s*$/
+
+const pkg = AGENT_PACKAGES.claude
+// claude-sonnet-4-5: the CLI appends a tokens-left reminder to every result. A model name it
+// does not know as Claude's gets none.
+const MODELS = [
+  { model: 'claude-sonnet-4-5', reminders: true },
+  { model: 'glm-4.6', reminders: false },
+]
+
+for (const { model, reminders } of MODELS) {
+  describe(`${pkg.name}@${pkg.version} (--model ${model}), run for real through /v1/messages`, () => {
+    test(
+      'ids, read brackets, the stub, the diff, Same result as, recall; history holds',
+      { timeout: RUN_TIMEOUT_MS + 40_000 },
+      async () => {
+        const binary = agentBinary('claude')
+        const project = makeLiveProject('claude')
+        const bigSha = sha8(project.big)
+        const steps = plan(project)
+        const stop = new AbortController()
+        const errors: string[] = []
+        const main: RecordedRequest[] = []
+        const fake = await startFakeUpstream((request, index) => {
+          const json = request.json
+          if (request.path.includes('/count_tokens')) return { json: { input_tokens: 1234 } }
+          if (!request.path.endsWith('/messages') || !json)
+            return { json: { data: [], has_more: false } }
+          let say: Call | string = 'Side answer.'
+          if (isMain(json)) {
+            main.push(request)
+            const turns = json.messages.filter(
+              (m: any) =>
+                m.role === 'assistant' &&
+                Array.isArray(m.content) &&
+                m.content.some((b: any) => b.type === 'tool_use'),
+            ).length
+            try {
+              const step = steps[turns]
+              if (!step) throw new Error(`no step ${turns}`)
+              say = step(json.messages)
+            } catch (error) {
+              errors.push(String(error))
+              stop.abort(String(error))
+              return { status: 500, body: '{"type":"error","error":{"type":"api_error"}}' }
+            }
+          }
+          const content: Block[] =
+            typeof say === 'string'
+              ? [{ type: 'text', text: say }]
+              : [
+                  { type: 'text', text: `Step ${main.length}.` },
+                  { type: 'tool_use', id: `toolu_live_${index}`, name: say.name, input: say.input },
+                ]
+          // The input grows every turn, so the CLI's "tokens left" reminder changes every turn.
+          const usage = { input_tokens: 1000 * (index + 1), output_tokens: 10 }
+          if (!json.stream) return { json: { ...anthropicMessage(content, `msg_${index}`), usage } }
+          const events = anthropicEvents(content, `msg_${index}`) as any[]
+          events[0].message.usage = { ...usage, output_tokens: 1 }
+          return { sse: events, done: false }
+        })
+        const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
+          idleTtlMs: DAY,
+        })
+        const stats = createStats()
+        const lines: string[] = []
+        const proxy = await startProxy({
+          upstreamUrl: fake.url,
+          store,
+          stats,
+          workspace: await createWorkspace([project.root]),
+          log: createLogger('info', (line) => void lines.push(line)),
+        })
+        const tap = await startTap(proxy.url, (exchange) => {
+          if (exchange.status !== 200)
+            stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 300)}`)
+        })
+        try {
+          const run = await runAgent(
+            binary,
+            [
+              '-p',
+              'Work through the task.',
+              '--model',
+              model,
+              '--output-format',
+              'json',
+              '--dangerously-skip-permissions',
+            ],
+            {
+              cwd: project.root,
+              env: isolatedEnv(project.home, {
+                ANTHROPIC_BASE_URL: tap.url,
+                ANTHROPIC_API_KEY: 'live-key',
+                IS_SANDBOX: '1',
+                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+                DISABLE_AUTOUPDATER: '1',
+              }),
+              timeoutMs: RUN_TIMEOUT_MS,
+              stop: stop.signal,
+            },
+          )
+          if (process.env['LEMBAS_LIVE_DUMP'])
+            writeFileSync(
+              join(process.env['LEMBAS_LIVE_DUMP'], `claude-${model}.json`),
+              JSON.stringify(
+                {
+                  run,
+                  upstream: fake.requests.map((r) => r.json),
+                  client: tap.exchanges.map((e) => e.json),
+                },
+                null,
+                1,
+              ),
+            )
+          const about = describeRun(run) + '\n' + errors.join('\n')
+          assert.deepEqual(errors, [], about)
+          assert.equal(run.code, 0, about)
+          assert.ok(run.stdout.includes(FINAL), about)
+          assert.equal(main.length, steps.length, about)
+          const client = tap.exchanges.filter((e) => isMain(e.json)).map((e) => e.json)
+          assert.deepEqual(historyChanges(main, client), [])
+          for (const request of main) assert.equal(request.json.tools.at(-1).name, 'recall')
+
+          const seen = results(main.at(-1)!.json).map(resultText)
+          const bodies = seen.map((text) => text.replace(REMINDERS, ''))
+          seen.forEach((text, i) => {
+            assert.match(text, new RegExp(`^\\[${hex(i + 1)}[ \\]]`), text.slice(0, 100))
+            // The recall's own result is the proxy's; every other ends as the CLI ended it.
+            if (i !== 11) assert.equal(REMINDERS.test(text), reminders, `result ${i + 1}`)
+          })
+          const bracket = (id: number, range: string, sha: string) =>
+            `[${hex(id)} ${project.big} lines ${range} sha ${sha}]`
+          assert.ok(bodies[0]!.startsWith(bracket(1, '1-301 of 301', bigSha) + '\n1\t'))
+          assert.equal(
+            bodies[1],
+            `${bracket(2, '1-301 of 301', bigSha)} Unchanged since #0001, which already shows lines 1-301.`,
+          )
+          assert.equal(
+            bodies[2],
+            `${bracket(3, '101-120 of 301', bigSha)} Unchanged since #0001, which already shows lines 1-301.`,
+          )
+          assert.match(bodies[4]!, new RegExp(`^\\[#0005 ${project.util} sha [0-9a-f]{8}\\]\\n@@ `))
+          assert.match(bodies[4]!, /\n-  return a \+ b;\n\+  return a \+ b \+ 0; \/\/ edited\n/)
+          assert.equal(bodies[6], '[#0007] Same result as #0006.')
+          assert.equal(bodies[8], '[#0009] Same result as #0008.')
+          assert.match(bodies[9]!, /^\[#000a \S+NEW\.md sha [0-9a-f]{8}\] Created, 2 lines\.$/)
+          assert.match(bodies[10]!, /\n\[\d+ lines elided, full output #000b\]\n/)
+          assert.equal(
+            bodies[11],
+            `[#000c recall #000b lines ${RECALL_FROM}-${RECALL_FROM + 4} of 1500]\n` +
+              Array.from({ length: 5 }, (_, k) => RECALL_FROM + k).join('\n'),
+          )
+          assert.match(bodies[12]!, /^\[#000d\]\nafter-recall/)
+          // The CLI never saw recall: not its call, not its result, not the tool.
+          for (const exchange of tap.exchanges) {
+            assert.ok(!exchange.response.includes('"recall"'), 'a recall reached the CLI')
+            assert.ok(
+              !(exchange.json?.tools ?? []).some((t: any) => t.name === 'recall'),
+              'the CLI sent a recall tool',
+            )
+          }
+          const snapshot: StatsSnapshot = stats.snapshot()
+          assert.equal(snapshot.totals.unrecognised, 0, JSON.stringify(snapshot.unrecognisedByTool))
+          assert.ok(!lines.some((line) => line.includes('unrecognised-result')))
+        } finally {
+          await tap.close()
+          await proxy.close()
+          await store.close()
+          await fake.close()
+          rmSync(dirname(project.root), { recursive: true, force: true })
+        }
+      },
+    )
+  })
+}
