@@ -1,8 +1,8 @@
 /**
  * The real Claude Code CLI (2.1.332, installed outside the repo's dependencies, see
  * test/e2e/live/README.md) run headless through the proxy's /v1/messages door against a scripted
- * fake Messages API, in a scratch project given to the proxy as its workspace: once with a model
- * name on which the CLI appends `<system-reminder>` blocks to every tool result, once without.
+ * fake Messages API, in a scratch project given to the proxy as its workspace: with the model
+ * names on which the CLI appends `<system-reminder>` blocks to every tool result, and one without.
  */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
@@ -141,10 +141,13 @@ const hex = (n: number) => '#' + n.toString(16).padStart(4, '0')
 const REMINDERS = /(?:\s*<system-reminder>[\s\S]*?<\/system-reminder>)+\s*$/
 
 const pkg = AGENT_PACKAGES.claude
-// claude-sonnet-4-5: the CLI appends a tokens-left reminder to every result. A model name it
-// does not know as Claude's gets none.
+// The model names most users run: the CLI appends a tokens-left reminder to every result. A
+// model name it does not know as Claude's gets none.
 const MODELS = [
   { model: 'claude-sonnet-4-5', reminders: true },
+  { model: 'claude-sonnet-4-6', reminders: true },
+  { model: 'claude-haiku-4-5', reminders: true },
+  { model: 'claude-opus-4-5', reminders: true },
   { model: 'glm-4.6', reminders: false },
 ]
 
