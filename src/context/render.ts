@@ -128,7 +128,7 @@ function renderListing(
   rules: ContextRules,
 ): Rendering {
   const key = call.name + '\u0000' + sortedKeyJson(call.args)
-  const textSha256 = sha256Hex(text)
+  const textSha256 = sha256Hex(call.output ?? text)
   const full: FullRendering = {
     text: withId(id, capText(text, id, rules), rules),
     entry: { kind: 'listing', id, key, textSha256 },

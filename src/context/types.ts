@@ -104,6 +104,11 @@ export interface ListingCall {
   /** The tool's name, part of what makes two calls the same. */
   readonly name: string
   readonly args: unknown
+  /**
+   * The output to compare, when the result wraps it in what changes every run (a shell wrapper's
+   * chunk id and wall time): two results are the same when their outputs are.
+   */
+  readonly output?: string
 }
 
 export interface OtherCall {

@@ -67,19 +67,29 @@ export async function resultFacts(
       return { call: { kind: 'other' } }
     case 'read':
       return readFacts(classified, text, profile, workspace)
+    case 'patch': {
+      // A patch the shell ran: its answer is inside the shell's wrapper; a failed run is no drift.
+      const answer = classified.shell ? shellOutput(text, profile.shellEnvelopes) : text
+      if (answer === undefined) return { call: { kind: 'other' } }
+      return changeFacts(classified, answer, profile, workspace, views)
+    }
     case 'edit':
     case 'write':
-    case 'patch':
       return changeFacts(classified, text, profile, workspace, views)
-    default:
+    default: {
+      // A shell's listing or search is the same as an earlier one when its output is.
+      const output =
+        classified.name === 'shell' ? shellOutput(text, profile.shellEnvelopes) : undefined
       return {
         call: {
           kind: 'listing',
           group: classified.kind,
           name: classified.name,
           args: classified.args,
+          ...(output !== undefined && output !== text ? { output } : {}),
         },
       }
+    }
   }
 }
 

@@ -37,7 +37,12 @@ export type Classified =
       readonly replacements: readonly Replacement[]
     } & JsonWrapped)
   | ({ readonly kind: 'write'; readonly path: string; readonly content?: string } & JsonWrapped)
-  | ({ readonly kind: 'patch'; readonly files: readonly PatchFile[] } & JsonWrapped)
+  | ({
+      readonly kind: 'patch'
+      readonly files: readonly PatchFile[]
+      /** A shell command ran it (Codex's `apply_patch <<'EOF'`): its answer is in a wrapper. */
+      readonly shell?: boolean
+    } & JsonWrapped)
   | {
       readonly kind: 'list' | 'glob' | 'grep' | 'search'
       readonly name: string

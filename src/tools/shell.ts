@@ -1,5 +1,6 @@
 import { posix } from 'node:path'
 import type { Classified } from './classify.js'
+import { parsePatch, type PatchFile } from './patch.js'
 
 const OTHER: Classified = { kind: 'other' }
 
@@ -19,6 +20,8 @@ const OTHER: Classified = { kind: 'other' }
  * `&`, a newline) makes the command "other": its output could be anything.
  */
 export function shellCall(command: unknown): Classified {
+  const patch = patchOf(command)
+  if (patch) return { kind: 'patch', files: patch, shell: true }
   const parsed = parseCommand(command)
   if (!parsed) return OTHER
   const { dir, stages } = parsed
@@ -44,6 +47,29 @@ export function shellCall(command: unknown): Classified {
     shell: true,
     ...(read.numbered ? { numbered: true } : {}),
   }
+}
+
+// `apply_patch <<'EOF'` … `EOF`, as Codex runs a patch through its shell tool.
+const PATCH_HEREDOC = /^apply_patch <<-?\s*(['"]?)(\w+)\1\n(?<patch>[\s\S]*?)\n\2\s*$/
+
+/**
+ * The files of a patch the command applies: `apply_patch` with the patch as its one argument or
+ * in a heredoc (also inside `bash -lc`).
+ */
+function patchOf(command: unknown): PatchFile[] | undefined {
+  let argv = Array.isArray(command) ? command : [command]
+  if (argv.length === 3 && /^(ba|z)?sh$/.test(String(argv[0])) && /^-l?c$/.test(String(argv[1])))
+    argv = [argv[2]]
+  const [first, second, ...more] = argv
+  if (typeof first !== 'string' || more.length > 0) return undefined
+  const text =
+    first === 'apply_patch' && typeof second === 'string'
+      ? second
+      : second === undefined
+        ? PATCH_HEREDOC.exec(first.trim())?.groups?.patch
+        : undefined
+  const files = text === undefined ? undefined : parsePatch(text)
+  return files && files.length > 0 ? files : undefined
 }
 
 /** The lines a command prints of a file: `start` to `end` (or to its end), or its `last`. */

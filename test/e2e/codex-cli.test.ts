@@ -1,19 +1,27 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
+import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import {
+  startFakeUpstream,
+  type FakeUpstream,
+  type RecordedRequest,
+} from '../helpers/fake-upstream.js'
 import {
   inputPrefixViolations,
   responsesEvents,
   responsesRequests,
+  type ResponsesSay,
 } from '../helpers/fake-responses.js'
 import { startProxy, type TestProxy } from '../helpers/proxy.js'
-import { agentBinary } from './live/agents.js'
+import { agentBinary, makeLiveProject } from './live/agents.js'
 
 /** The real Codex CLI, installed by the test set-up beside the other agents' CLIs. */
 let codexBin = ''
@@ -136,3 +144,150 @@ describe('the real Codex CLI through /v1/responses', () => {
     assert.equal(output.call_id, 'call_codex_1')
   })
 })
+
+describe('the real Codex CLI: a working session through /v1/responses, with a workspace', () => {
+  test('reads, re-reads, apply_patch, ls twice, seq and recall: ids, bracket, stub, diff, Same result as', async () => {
+    const binary = agentBinary('codex')
+    const project = makeLiveProject('codex')
+    const bigSha = sha8(project.big)
+    const patch = [
+      '*** Begin Patch',
+      '*** Update File: src/util.ts',
+      '@@',
+      ' export function add(a: number, b: number): number {',
+      '-  return a + b;',
+      '+  return a + b + 0; // edited',
+      ' }',
+      '*** End Patch',
+    ].join('\n')
+    const commands = [
+      'cat src/big.ts',
+      'cat src/big.ts',
+      "sed -n '101,120p' src/big.ts",
+      'cat src/util.ts',
+      `apply_patch <<'EOF'\n${patch}\nEOF`,
+      'ls src',
+      'ls src',
+      'seq 1 1500',
+    ]
+    const say = (request: RecordedRequest): ResponsesSay => {
+      const step = request.json.input.filter((i: any) => i.type === 'function_call').length
+      if (step < commands.length)
+        return {
+          calls: [
+            { name: 'exec_command', args: { cmd: commands[step] }, id: `call_cx_${step + 1}` },
+          ],
+        }
+      if (step === commands.length)
+        return { calls: [{ name: 'recall', args: { id: '#0008', offset: 700, limit: 3 } }] }
+      return { text: 'Session done.' }
+    }
+    const upstream = await startFakeUpstream((request) => {
+      if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
+      const output = [...outputOf(say(request))]
+      return { sse: responsesEvents(`resp_${upstream.requests.length}`, output), done: false }
+    })
+    const stats = createStats()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+      workspace: await createWorkspace([project.root]),
+      stats,
+    })
+    try {
+      const run = promisify(execFile)(binary, codexArgs(proxy.url, 'work through the session'), {
+        cwd: project.root,
+        env: { ...process.env, CODEX_HOME: project.home, LEMBAS_TEST_KEY: 'test-key' },
+        timeout: 90_000,
+      })
+      run.child.stdin?.end()
+      const { stdout } = await run
+      if (process.env['LEMBAS_LIVE_DUMP'])
+        writeFileSync(
+          join(process.env['LEMBAS_LIVE_DUMP'], 'codex.json'),
+          JSON.stringify(responsesRequests(upstream.requests), null, 1),
+        )
+      assert.match(stdout, /Session done\./)
+      assert.deepEqual(inputPrefixViolations(upstream.requests), [])
+      const last = responsesRequests(upstream.requests).at(-1)
+      const texts: string[] = last.input
+        .filter((i: any) => i.type === 'function_call_output')
+        .map((i: any) => (typeof i.output === 'string' ? i.output : JSON.stringify(i.output)))
+      assert.equal(texts.length, commands.length + 1)
+      texts.forEach((text, i) =>
+        assert.match(text, new RegExp(`^\\[#${(i + 1).toString(16).padStart(4, '0')}[ \\]]`)),
+      )
+      const bracket = (id: string, range: string) =>
+        `[${id} src/big.ts lines ${range} sha ${bigSha}]`
+      assert.ok(texts[0]!.startsWith(bracket('#0001', '1-301 of 301') + '\n'), texts[0])
+      assert.equal(
+        texts[1],
+        `${bracket('#0002', '1-301 of 301')} Unchanged since #0001, which already shows lines 1-301.`,
+      )
+      assert.equal(
+        texts[2],
+        `${bracket('#0003', '101-120 of 301')} Unchanged since #0001, which already shows lines 1-301.`,
+      )
+      assert.ok(readFileSync(project.util, 'utf8').includes('// edited'), 'Codex applied the patch')
+      assert.match(texts[4]!, /^\[#0005 src\/util\.ts sha [0-9a-f]{8}\]\n@@ /)
+      assert.match(texts[4]!, /\n-  return a \+ b;\n\+  return a \+ b \+ 0; \/\/ edited\n/)
+      assert.equal(texts[6], '[#0007] Same result as #0006.')
+      assert.match(texts[7]!, /lines elided, full output #0008\]/)
+      // Recall counts the result's lines as the cap did: Codex's wrapper lines first.
+      assert.equal(texts[8], '[#0009 recall #0008 lines 700-702 of 1505]\n695\n696\n697')
+      assert.doesNotMatch(stdout, /recall/)
+      const snapshot = stats.snapshot()
+      assert.equal(snapshot.totals.unrecognised, 0, JSON.stringify(snapshot.unrecognisedByTool))
+    } finally {
+      await proxy.close()
+      await upstream.close()
+      rmSync(dirname(project.root), { recursive: true, force: true })
+    }
+  })
+})
+
+/** codex exec with a provider at the proxy's /v1, on the Responses API. */
+function codexArgs(proxyUrl: string, task: string): string[] {
+  return [
+    'exec',
+    '--skip-git-repo-check',
+    '--dangerously-bypass-approvals-and-sandbox',
+    '-c',
+    'model_provider="lembas"',
+    '-c',
+    'model="gpt-5-codex"',
+    '-c',
+    'model_providers.lembas.name="lembas"',
+    '-c',
+    `model_providers.lembas.base_url="${proxyUrl}/v1"`,
+    '-c',
+    'model_providers.lembas.wire_api="responses"',
+    '-c',
+    'model_providers.lembas.env_key="LEMBAS_TEST_KEY"',
+    task,
+  ]
+}
+
+function outputOf(say: ResponsesSay): Record<string, unknown>[] {
+  if ('text' in say)
+    return [
+      {
+        type: 'message',
+        id: 'msg_end',
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: say.text, annotations: [] }],
+      },
+    ]
+  return say.calls.map((call, k) => ({
+    type: 'function_call',
+    id: `fc_${call.id}_${k}`,
+    status: 'completed',
+    call_id: call.id,
+    name: call.name,
+    arguments: JSON.stringify(call.args),
+  }))
+}
+
+const sha8 = (path: string) =>
+  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)

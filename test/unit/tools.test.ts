@@ -639,3 +639,61 @@ describe('drift: a known tool answered unlike its profile is reported', () => {
     assert.equal(shell.unrecognised, undefined)
   })
 })
+
+describe("Codex 0.171: apply_patch through exec_command, and its wrappers' volatile lines", () => {
+  const patch =
+    '*** Begin Patch\n*** Update File: src/a.ts\n@@\n-const a = 1\n+const a = 2\n*** End Patch'
+  test('a heredoc or an argument to apply_patch is a patch; anything around it is not', () => {
+    for (const command of [
+      `apply_patch <<'EOF'\n${patch}\nEOF`,
+      `apply_patch <<EOF\n${patch}\nEOF\n`,
+      ['apply_patch', patch],
+      ['bash', '-lc', `apply_patch <<'PATCH'\n${patch}\nPATCH`],
+    ]) {
+      const call = shellCall(command)
+      assert.equal(call.kind, 'patch', JSON.stringify(command))
+      if (call.kind === 'patch')
+        assert.deepEqual([call.shell, call.files[0]?.path], [true, 'src/a.ts'])
+    }
+    assert.equal(shellCall(`apply_patch <<'EOF'\n${patch}\nEOF\necho done`).kind, 'other')
+    assert.equal(shellCall(`cat x; apply_patch <<'EOF'\n${patch}\nEOF`).kind, 'other')
+  })
+  test("its answer inside exec_command's two wrappers is a success; a failed run is neither", async () => {
+    const views: FileViews = { content: async () => 'const a = 1\n' }
+    const facts = (text: string) =>
+      resultFacts(
+        classifyCall(
+          defaultProfile,
+          'exec_command',
+          JSON.stringify({ cmd: `apply_patch <<'EOF'\n${patch}\nEOF` }),
+          new Map(),
+        ),
+        text,
+        defaultProfile,
+        undefined,
+        views,
+      )
+    const ok = await facts(
+      'Wall time: 0.0000 seconds\nOutput:\nExit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nM src/a.ts\n',
+    )
+    assert.equal(ok.call.kind, 'patch')
+    const failed = await facts(
+      'Wall time: 0.0000 seconds\nOutput:\nExit code: 1\nWall time: 0 seconds\nOutput:\nerror: no match\n',
+    )
+    assert.deepEqual(failed, { call: { kind: 'other' } })
+  })
+  test('a listing compares the output inside the wrapper, not its chunk id', async () => {
+    const listing = (chunk: string) =>
+      resultFacts(
+        classifyCall(defaultProfile, 'exec_command', JSON.stringify({ cmd: 'ls src' }), new Map()),
+        `Chunk ID: ${chunk}\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 4\nOutput:\nbig.ts\nutil.ts\n`,
+        defaultProfile,
+        undefined,
+        { content: async () => undefined },
+      )
+    const [a, b] = [await listing('3af7c3'), await listing('4d352e')]
+    assert.equal(a.call.kind, 'listing')
+    if (a.call.kind === 'listing' && b.call.kind === 'listing')
+      assert.deepEqual([a.call.output, b.call.output], ['big.ts\nutil.ts\n', 'big.ts\nutil.ts\n'])
+  })
+})

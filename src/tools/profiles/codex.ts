@@ -31,6 +31,12 @@ export const codex = defineProfile({
       success:
         /^Chunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code 0\n(?:Original token count: \d+\n)?Output:\n(?<body>[\s\S]*)$/,
     },
+    {
+      // exec_command running `apply_patch` (0.171): Codex's own answer inside a second wrapper.
+      any: /^Wall time: [^\n]*\nOutput:\nExit code: \d+\n/,
+      success:
+        /^Wall time: [^\n]*\nOutput:\nExit code: 0\nWall time: [^\n]*\nOutput:\n(?<body>[\s\S]*)$/,
+    },
     // A structured shell result: {"output": …, "metadata": {"exit_code": 0, …}}.
     { any: /^\{"output":/, json: { output: 'output', exit: 'metadata.exit_code' } },
   ],
