@@ -147,6 +147,9 @@ describe('replay input', () => {
     assert.deepEqual(Object.keys(json.total.sides.elided), Object.keys(json.total.sides.proxy))
     assert.deepEqual(Object.keys(json.total.elisions), ['batches', 'results'])
     assert.deepEqual(json.options.elide, DEFAULT_OPTIONS.elide)
+    // The recorded CLIs' results were all recognised: no drift.
+    assert.match(text, / unrecog\.$/m)
+    assert.equal(json.total.actions.unrecognised, 0)
     assert.equal(json.options.cacheWritePremium, 0)
   })
 
@@ -363,6 +366,31 @@ describe('the trace generator', () => {
       assert.ok(totals.actions[action] > 0, `${action}: ${totals.actions[action]}`)
     assert.ok(totals.sides.masked.breaks > 0)
   })
+})
+
+test('a result of a known tool the proxy does not recognise is counted (unrecog.)', async () => {
+  const edit = { file_path: 'src/a.ts', old_string: 'a', new_string: 'b' }
+  const body = {
+    model: 'm',
+    tools: [{ type: 'function', function: { name: 'Edit', parameters: { type: 'object' } } }],
+    messages: [
+      { role: 'user', content: 'go' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'c1',
+            type: 'function',
+            function: { name: 'Edit', arguments: JSON.stringify(edit) },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'Changed it, as you asked.' },
+    ],
+  }
+  const report = await replay([{ name: 'drift', lines: [JSON.stringify(body)] }], DEFAULT_OPTIONS)
+  assert.equal(report.total.actions.unrecognised, 1)
 })
 
 describe('the elided side', () => {
