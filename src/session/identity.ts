@@ -18,12 +18,23 @@ export interface SessionSources {
 const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const
 
 /**
- * A tenant is the hash of the credential the client sends: another key never reaches its
- * sessions, and the key itself is never stored.
+ * A tenant is the hash of every credential header the client sends, each with its name: any
+ * difference in any of them (a gateway's shared token with each user's own key beside it; one
+ * secret sent as `x-api-key` or as `authorization`) is another tenant, whose sessions this one
+ * never reaches. The keys themselves are never stored.
  */
 export function tenantOf(headers: Headers): string {
-  const credential = CREDENTIAL_HEADERS.map((name) => headers.get(name)).find((value) => value)
-  if (!credential) return 'anonymous'
+  const present = CREDENTIAL_HEADERS.flatMap((name) => {
+    const value = headers.get(name)
+    return value ? [[name, value] as const] : []
+  })
+  if (present.length === 0) return 'anonymous'
+  // An Authorization header alone hashes as it always has: stored sessions keep their tenant.
+  const [only] = present
+  const credential =
+    present.length === 1 && only![0] === 'authorization'
+      ? only![1]
+      : present.map(([name, value]) => `${name}: ${value}`).join('\n')
   let tenant = tenants.get(credential)
   if (tenant === undefined) {
     if (tenants.size > 1000) tenants.clear()

@@ -54,13 +54,22 @@ export interface DoorClient {
   results(calls: readonly DoorCall[], outputs: readonly string[]): void
 }
 
+export interface ClientOptions {
+  readonly stream: boolean
+  readonly session?: string
+  readonly credentials?: Record<string, string>
+}
+
 export interface Door {
   readonly name: DoorName
   /** How the upstream path of this door ends, and the history array of its requests. */
   readonly upstreamPath: string
   readonly historyField: string
-  /** A client on a session of its own (the door's usual way of naming it), streaming or not. */
-  client(options: { stream: boolean }): DoorClient
+  /**
+   * A client on a session of its own (the door's usual way of naming it), streaming or not;
+   * `session` names it instead, `credentials` replace the door's usual key headers.
+   */
+  client(options: ClientOptions): DoorClient
   /** The fake model's answer in this door's shape: SSE when the request streams. */
   respond(request: RecordedRequest, say: DoorSay, n: number): FakeResponse
   /** The texts of the tool results an upstream request carries, in order. */
@@ -132,8 +141,7 @@ export const chatDoor: Door = {
   name: 'chat',
   upstreamPath: '/chat/completions',
   historyField: 'messages',
-  client({ stream }) {
-    const session = randomUUID()
+  client({ stream, session = randomUUID(), credentials }) {
     const history: any[] = [{ role: 'system', content: 'You are a careful coding agent.' }]
     return {
       history,
@@ -144,7 +152,7 @@ export const chatDoor: Door = {
         const reply = await post(
           proxyUrl + '/v1/chat/completions',
           { model: 'test-model', messages: history, tools: CHAT_TOOLS, stream },
-          { authorization: 'Bearer test-key', 'x-session-id': session },
+          { ...(credentials ?? { authorization: 'Bearer test-key' }), 'x-session-id': session },
         )
         if (reply.status !== 200)
           return { status: reply.status, text: '', calls: [], raw: reply.text }
@@ -231,8 +239,7 @@ export const responsesDoor: Door = {
   name: 'responses',
   upstreamPath: '/responses',
   historyField: 'input',
-  client({ stream }) {
-    const session = `codex-${randomUUID()}`
+  client({ stream, session = `codex-${randomUUID()}`, credentials }) {
     const history: any[] = []
     return {
       history,
@@ -251,7 +258,7 @@ export const responsesDoor: Door = {
             store: false,
             prompt_cache_key: session,
           },
-          { authorization: 'Bearer test-key' },
+          credentials ?? { authorization: 'Bearer test-key' },
         )
         if (reply.status !== 200)
           return { status: reply.status, text: '', calls: [], raw: reply.text }
@@ -309,9 +316,9 @@ export const messagesDoor: Door = {
   name: 'messages',
   upstreamPath: '/messages',
   historyField: 'messages',
-  client({ stream }) {
+  client({ stream, session = randomUUID(), credentials }) {
     // Claude Code's own form: the session's uuid at the end of metadata.user_id.
-    const user = `user_abc_account__session_${randomUUID()}`
+    const user = `user_abc_account__session_${session}`
     const history: any[] = []
     return {
       history,
@@ -330,7 +337,7 @@ export const messagesDoor: Door = {
             messages: history,
             ...(stream ? { stream: true } : {}),
           },
-          { 'x-api-key': 'sk-ant-test', 'anthropic-version': '2023-06-01' },
+          { ...(credentials ?? { 'x-api-key': 'sk-ant-test' }), 'anthropic-version': '2023-06-01' },
         )
         if (reply.status !== 200)
           return { status: reply.status, text: '', calls: [], raw: reply.text }
