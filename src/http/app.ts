@@ -44,7 +44,8 @@ export function createApp(deps: AppDeps): Hono {
       await deps.store.ping()
       return c.json({ ok: true, store: deps.store.kind })
     } catch (error) {
-      return c.json({ ok: false, store: deps.store.kind, error: (error as Error).message }, 503)
+      const body = { ok: false, store: deps.store.kind, error: (error as Error).message }
+      return c.json(body, 503, { 'retry-after': '1' })
     }
   })
 

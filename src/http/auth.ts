@@ -5,6 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
+import { DOORS } from '../doors/index.js'
 import { openAIErrorBody } from '../errors.js'
 
 /** The request header that carries the shared secret. */
@@ -12,7 +13,7 @@ export const AUTH_HEADER = 'x-lembas-auth'
 
 /**
  * Refuses every request but `GET /healthz` and the dashboard page (`GET /`) that does not carry `secret` in `x-lembas-auth`, with
- * a 401 in the OpenAI error shape. The comparison takes the same time whatever the value sent:
+ * a 401 in the shape of the API asked (Anthropic's on /v1/messages, OpenAI's elsewhere). The comparison takes the same time whatever the value sent:
  * both sides are hashed first, so neither the secret's bytes nor its length leak through timing.
  * @example app.use('*', sharedSecret('s3cret'))
  */
@@ -28,7 +29,12 @@ export function sharedSecret(secret: string): MiddlewareHandler {
         given === undefined
           ? `this proxy needs its shared secret in the ${AUTH_HEADER} header (--auth)`
           : `the ${AUTH_HEADER} header does not match the proxy's shared secret (--auth)`
-      return c.json(openAIErrorBody('unauthorized', message), 401)
+      // In the API's own shape: Claude Code reads Anthropic's, the others OpenAI's.
+      const door = DOORS.find((d) => c.req.path === '/v1' + d.path)
+      const body = door
+        ? door.errorBody('unauthorized', message)
+        : openAIErrorBody('unauthorized', message)
+      return c.json(body, 401)
     }
     return next()
   }

@@ -8,6 +8,7 @@ import { describe, test } from 'node:test'
 import { createStore } from '../../src/store/index.js'
 import { DOORS, type DoorSay } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import { prefixViolations } from '../helpers/model.js'
 import { startProxy } from '../helpers/proxy.js'
 
 const DAY = 86_400_000
@@ -68,4 +69,189 @@ describe('tenant-from-every-key: any difference in any credential header is anot
       }
     })
   }
+})
+
+describe('session-crossing-doors: one session id on chat with a recall, then on another door', () => {
+  for (const second of DOORS.filter((d) => d.name !== 'chat')) {
+    test(`chat, then ${second.name}: every request answered, each door's history holds`, async () => {
+      let door = DOORS[0]!
+      let n = 0
+      const upstream = await startFakeUpstream((request: RecordedRequest) => {
+        const all = JSON.stringify(request.json)
+        n++
+        let say: DoorSay
+        if (/recall #0001|No stored result/.test(all)) say = { text: 'done' }
+        else if (all.includes('please recall'))
+          say = { calls: [{ id: `r${n}`, name: 'recall', args: { id: '#0001' } }] }
+        else if (all.includes('out1')) say = { text: 'ok' }
+        else say = { calls: [{ id: `c${n}`, name: 'Bash', args: { command: 'ls' } }] }
+        return door.respond(request, say, n)
+      })
+      const proxy = await startProxy({
+        upstreamUrl: upstream.url,
+        store: await createStore('memory:', { idleTtlMs: DAY }),
+      })
+      try {
+        const session = randomUUID()
+        // The same session header on both doors (as a gateway in front of both might send it).
+        const credentials = { authorization: 'Bearer k', 'x-session-id': session }
+        for (const current of [DOORS[0]!, second]) {
+          door = current
+          const client = current.client({ stream: false, session, credentials })
+          client.user('go')
+          const first = await client.send(proxy.url)
+          assert.equal(first.status, 200, first.raw)
+          client.results(first.calls, ['out1'])
+          assert.equal((await client.send(proxy.url)).status, 200)
+          client.user('please recall')
+          const recalled = await client.send(proxy.url)
+          assert.equal(recalled.status, 200, recalled.raw)
+          assert.equal(recalled.text, 'done')
+          client.user('thanks')
+          assert.equal((await client.send(proxy.url)).status, 200)
+        }
+        for (const current of [DOORS[0]!, second]) {
+          const sent = upstream.requests.filter((r) => r.path.endsWith(current.upstreamPath))
+          assert.deepEqual(
+            prefixViolations(sent, { path: current.upstreamPath, field: current.historyField }),
+            [],
+            current.name,
+          )
+        }
+      } finally {
+        await proxy.close()
+        await upstream.close()
+      }
+    })
+  }
+})
+
+describe("newer-doors: bad input, 401 and 503 in each API's own shape", () => {
+  const MESSAGES_TOOLS = [{ name: 'Bash', input_schema: { type: 'object' } }]
+  const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    })
+  const BODIES: Record<string, unknown> = {
+    chat: { model: 'm', messages: [{ role: 'user', content: 'hi' }], tools: [] },
+    responses: { model: 'm', input: [{ type: 'message', role: 'user', content: 'hi' }] },
+    messages: { model: 'c', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
+  }
+  const PATHS: Record<string, string> = {
+    chat: '/v1/chat/completions',
+    responses: '/v1/responses',
+    messages: '/v1/messages',
+  }
+  const shaped = (door: string, json: any, type?: string) => {
+    if (door === 'messages') {
+      assert.equal(json.type, 'error')
+      if (type) assert.equal(json.error.type, type)
+    } else assert.equal(typeof json.error.code, 'string')
+    assert.equal(typeof json.error.message, 'string')
+  }
+
+  test('a tool_result with content [null] is a 400; a 10,000-deep Responses body is a 400', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+    })
+    try {
+      const nulled = await post(proxy.url + '/v1/messages', {
+        model: 'c',
+        max_tokens: 5,
+        tools: MESSAGES_TOOLS,
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: {} }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [null] }] },
+        ],
+      })
+      assert.equal(nulled.status, 400)
+      shaped('messages', await nulled.json(), 'invalid_request_error')
+      const deep =
+        '{"model":"m","tools":[{"type":"function","name":"Bash","parameters":{}}],"input":[],"metadata":{"x":' +
+        '['.repeat(10_000) +
+        ']'.repeat(10_000) +
+        '}}'
+      const nested = await post(proxy.url + '/v1/responses', deep)
+      assert.equal(nested.status, 400)
+      shaped('responses', await nested.json())
+      assert.equal(upstream.requests.length, 0)
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+
+  test('401 under --auth, and 503 with Retry-After when the store is down, on every door', async () => {
+    const upstream = await startFakeUpstream()
+    const store = await createStore('memory:', { idleTtlMs: DAY })
+    const proxy = await startProxy({ upstreamUrl: upstream.url, store, authSecret: 'secret' })
+    try {
+      for (const door of ['chat', 'responses', 'messages']) {
+        const refused = await post(proxy.url + PATHS[door], BODIES[door])
+        assert.equal(refused.status, 401, door)
+        shaped(door, await refused.json(), 'authentication_error')
+      }
+      await store.close()
+      // Requests with a tool result: they need the store.
+      const withTools: Record<string, unknown> = {
+        chat: {
+          model: 'm',
+          tools: [{ type: 'function', function: { name: 'Bash' } }],
+          messages: [
+            { role: 'user', content: 'hi' },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                { id: 'c1', type: 'function', function: { name: 'Bash', arguments: '{}' } },
+              ],
+            },
+            { role: 'tool', tool_call_id: 'c1', content: 'out' },
+          ],
+        },
+        responses: {
+          model: 'm',
+          tools: [{ type: 'function', name: 'Bash' }],
+          input: [
+            { type: 'message', role: 'user', content: 'hi' },
+            { type: 'function_call', call_id: 'c1', name: 'Bash', arguments: '{}' },
+            { type: 'function_call_output', call_id: 'c1', output: 'out' },
+          ],
+        },
+        messages: {
+          model: 'c',
+          max_tokens: 5,
+          tools: MESSAGES_TOOLS,
+          messages: [
+            { role: 'user', content: 'hi' },
+            {
+              role: 'assistant',
+              content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: {} }],
+            },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'out' }] },
+          ],
+        },
+      }
+      for (const door of ['chat', 'responses', 'messages']) {
+        const down = await post(proxy.url + PATHS[door], withTools[door], {
+          'x-lembas-auth': 'secret',
+          authorization: 'Bearer k',
+        })
+        assert.equal(down.status, 503, door)
+        assert.equal(down.headers.get('retry-after'), '1', door)
+        shaped(door, await down.json())
+      }
+      const health = await fetch(proxy.url + '/healthz')
+      assert.equal(health.status, 503)
+      assert.equal(health.headers.get('retry-after'), '1')
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
 })

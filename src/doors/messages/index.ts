@@ -18,10 +18,18 @@ import {
   writeBack,
 } from './view.js'
 
+/** Anthropic's error types where they name the cause; the rest by the OpenAI type's class. */
+const ANTHROPIC_TYPES: Partial<Record<ErrorKind, string>> = {
+  unauthorized: 'authentication_error',
+  not_found: 'not_found_error',
+  body_too_large: 'request_too_large',
+}
+
 /** Anthropic's error body for an error kind. */
 export function anthropicErrorBody(kind: ErrorKind, message: string): Json {
   const type =
-    ERROR_KINDS[kind].type === 'invalid_request_error' ? 'invalid_request_error' : 'api_error'
+    ANTHROPIC_TYPES[kind] ??
+    (ERROR_KINDS[kind].type === 'invalid_request_error' ? 'invalid_request_error' : 'api_error')
   return { type: 'error', error: { type, message } }
 }
 

@@ -24,10 +24,24 @@ export function checkMessagesRequest(
       return { ok: false, message: `messages[${index}].content must be a string or an array` }
     if (Array.isArray(content) && !content.every((b) => isRecord(b) && typeof b.type === 'string'))
       return { ok: false, message: `messages[${index}]: every content block needs a type` }
+    const broken = Array.isArray(content) ? content.findIndex(badToolResult) : -1
+    if (broken >= 0)
+      return {
+        ok: false,
+        message: `messages[${index}].content[${broken}]: a tool_result's content must be a string or an array of blocks with a type`,
+      }
   }
   if (body.tools !== undefined && (!Array.isArray(body.tools) || !body.tools.every(isRecord)))
     return { ok: false, message: "'tools' must be an array of objects" }
   return { ok: true, value: body }
+}
+
+/** A tool_result whose content is neither absent, a string, nor blocks with a type. */
+function badToolResult(block: Json): boolean {
+  if (block.type !== 'tool_result') return false
+  const content = block.content
+  if (content === undefined || typeof content === 'string') return false
+  return !Array.isArray(content) || !content.every((b) => isRecord(b) && typeof b.type === 'string')
 }
 
 /** The system prompt's text: a string, or its text blocks joined by "\n". */
