@@ -32,6 +32,12 @@ export interface RoundEnd {
   readonly held: readonly string[]
   /** Events to send at the round's end whatever comes next (calls whose name came late). */
   readonly out?: readonly string[] | undefined
+  /**
+   * The upstream ended the round as its grammar ends one (chat: a finish chunk or `[DONE]`;
+   * Messages: `message_stop`; Responses: `response.completed`). A stream cut before that is the
+   * upstream's failure, never passed off as a whole answer.
+   */
+  readonly complete: boolean
 }
 
 /** The proxy's answer to one recall call: the tool result the upstream gets. */

@@ -164,6 +164,9 @@ export async function* streamAnswer(
         }
       }
       const end = stream.endRound()
+      // Cut before its end (a dropped connection, a proxy's HTML page): the upstream failed.
+      if (!end.complete)
+        throw new LembasError('upstream_bad_response', 'the upstream stream ended before its end')
       yield* end.out ?? []
       const step = await loop.step(round, end)
       if (step === 'untouched') return yield* end.held

@@ -7,7 +7,11 @@ import { randomUUID } from 'node:crypto'
 import { describe, test } from 'node:test'
 import { createStore } from '../../src/store/index.js'
 import { DOORS, type DoorSay } from '../helpers/doors.js'
-import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import {
+  startFakeUpstream,
+  type FakeResponse,
+  type RecordedRequest,
+} from '../helpers/fake-upstream.js'
 import { prefixViolations } from '../helpers/model.js'
 import { startProxy } from '../helpers/proxy.js'
 
@@ -254,4 +258,104 @@ describe("newer-doors: bad input, 401 and 503 in each API's own shape", () => {
       await upstream.close()
     }
   })
+})
+
+/** A streamed request with a tool on each door. */
+const STREAMED: Record<string, { path: string; body: unknown }> = {
+  chat: {
+    path: '/v1/chat/completions',
+    body: {
+      model: 'm',
+      stream: true,
+      tools: [{ type: 'function', function: { name: 'Bash' } }],
+      messages: [{ role: 'user', content: 'hi' }],
+    },
+  },
+  responses: {
+    path: '/v1/responses',
+    body: {
+      model: 'm',
+      stream: true,
+      tools: [{ type: 'function', name: 'Bash' }],
+      input: [{ type: 'message', role: 'user', content: 'hi' }],
+    },
+  },
+  messages: {
+    path: '/v1/messages',
+    body: {
+      model: 'c',
+      max_tokens: 5,
+      stream: true,
+      tools: [{ name: 'Bash', input_schema: { type: 'object' } }],
+      messages: [{ role: 'user', content: 'hi' }],
+    },
+  },
+}
+
+describe("truncated-streams: a stream cut before its end ends with the door's error event", () => {
+  // Each door's answer, cut before its final events, the connection closed cleanly.
+  const CUT: Record<string, (request: RecordedRequest) => FakeResponse> = {
+    chat: () => ({
+      sse: [
+        {
+          id: 'c1',
+          object: 'chat.completion.chunk',
+          choices: [{ index: 0, delta: { content: 'par' } }],
+        },
+      ],
+      done: false,
+    }),
+    messages: (request) => {
+      const whole = DOORS[2]!.respond(request, { text: 'partial answer' }, 1) as { sse: object[] }
+      return { sse: whole.sse.slice(0, -2), done: false }
+    },
+    responses: (request) => {
+      const whole = DOORS[1]!.respond(request, { text: 'partial answer' }, 1) as { sse: object[] }
+      return { sse: whole.sse.slice(0, -1), done: false }
+    },
+  }
+  const FINAL: Record<string, RegExp> = {
+    chat: /data: \[DONE\]/,
+    messages: /event: message_stop/,
+    responses: /response\.completed/,
+  }
+  for (const door of DOORS) {
+    for (const cut of ['cut', 'html'] as const) {
+      test(`${door.name}: ${cut === 'cut' ? 'no final event' : 'an HTML page with status 200'}`, async () => {
+        const upstream = await startFakeUpstream((request) =>
+          cut === 'cut'
+            ? CUT[door.name]!(request)
+            : {
+                status: 200,
+                body: '<html><body>Gateway says hi</body></html>',
+                headers: { 'content-type': 'text/html' },
+              },
+        )
+        const proxy = await startProxy({
+          upstreamUrl: upstream.url,
+          store: await createStore('memory:', { idleTtlMs: DAY }),
+        })
+        try {
+          const reply = await fetch(proxy.url + STREAMED[door.name]!.path, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
+            body: JSON.stringify(STREAMED[door.name]!.body),
+          })
+          assert.equal(reply.status, 200)
+          const answer = { raw: await reply.text() }
+          assert.doesNotMatch(answer.raw, FINAL[door.name]!, 'a made-up end')
+          const error =
+            door.name === 'messages'
+              ? /event: error\ndata: \{"type":"error","error":\{"type":"api_error"/
+              : door.name === 'chat'
+                ? /data: \{"error":\{"message":"[^"]*","type":"upstream_error"/
+                : /event: response\.failed\ndata: \{"type":"response\.failed".*"code":"upstream_bad_response"/
+          assert.match(answer.raw, error, answer.raw.slice(-400))
+        } finally {
+          await proxy.close()
+          await upstream.close()
+        }
+      })
+    }
+  }
 })

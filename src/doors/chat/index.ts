@@ -68,7 +68,13 @@ export const chatDoor: Door = {
       ...(text === '' ? [] : [{ raw: { text } }]),
       ...calls.map((call) => ({ raw: call as Json, call })),
     ]
-    const end: RoundEnd = { parts, usage: json.usage, timings: json.timings, held: [] }
+    const end: RoundEnd = {
+      parts,
+      usage: json.usage,
+      timings: json.timings,
+      held: [],
+      complete: true,
+    }
     return end
   },
   assistantItems: (parts) => [assistantMessage(parts)],

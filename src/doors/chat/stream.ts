@@ -69,6 +69,7 @@ export class ChatStream implements DoorStream {
       timings: round.timings,
       held,
       out: round.flushUndecided().map(encodeSseData),
+      complete: round.done || round.finish !== undefined,
     }
   }
 

@@ -93,7 +93,7 @@ export const messagesDoor: Door = {
   readAnswer(json) {
     if (!isRecord(json) || !Array.isArray(json.content)) return undefined
     const parts = json.content.filter(isRecord).map(partOf)
-    const end: RoundEnd = { parts, usage: json.usage, held: [] }
+    const end: RoundEnd = { parts, usage: json.usage, held: [], complete: true }
     return end
   },
   assistantItems: (parts) => [{ role: 'assistant', content: parts.map((part) => part.raw) }],

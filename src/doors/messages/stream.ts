@@ -75,7 +75,8 @@ export class MessagesStream implements DoorStream {
     const parts = [...this.#blocks.entries()]
       .sort(([a], [b]) => a - b)
       .map(([, state]) => partOf(finished(state)))
-    const end: RoundEnd = { parts, usage: this.#usage, held: this.#held }
+    const complete = this.#held.some((event) => event.startsWith('event: message_stop\n'))
+    const end: RoundEnd = { parts, usage: this.#usage, held: this.#held, complete }
     this.#round++
     this.#blocks = new Map()
     this.#held = []

@@ -58,6 +58,7 @@ export const responsesDoor: Door = {
       parts: json.output.filter(isRecord).map(partOf),
       usage: json.usage,
       held: [],
+      complete: true,
     }
     return end
   },

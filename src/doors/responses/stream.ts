@@ -75,7 +75,12 @@ export class ResponsesStream implements DoorStream {
     // Sent only when nothing was recalled: then it is the stream's last event.
     const held = completed ? [this.#emit({ ...completed })] : []
     if (completed && 'sequence_number' in completed) this.#sequence--
-    const end: RoundEnd = { parts: items.map(partOf), usage: final?.usage, held }
+    const end: RoundEnd = {
+      parts: items.map(partOf),
+      usage: final?.usage,
+      held,
+      complete: completed !== undefined,
+    }
     this.#final = final
     this.#lastCompleted = completed
     this.#round++
