@@ -123,12 +123,24 @@ export interface Answer {
   readonly body: string
 }
 
+/**
+ * The upstream's whole body. A body that breaks off (a reset) or stalls past the timeout is the
+ * upstream's failure, 502 or 504, like one that never came.
+ */
+async function readAll(turn: Turn, response: UpstreamResponse): Promise<string> {
+  try {
+    return await response.body.text()
+  } catch (error) {
+    throw turn.upstream.mapError(error, turn.signal)
+  }
+}
+
 /** A whole (non-streaming) answer through the recall loop. */
 export async function completeAnswer(turn: Turn, meter: Meter): Promise<Answer> {
   const loop = new RecallLoop(turn, meter)
   for (let round = 0; ; round++) {
     const response = await send(turn, loop.extra)
-    const raw = await response.body.text()
+    const raw = await readAll(turn, response)
     const answer = { status: response.status, headers: response.headers, body: raw }
     const json = response.status === 200 ? parseAnswer(raw) : undefined
     const end = json === undefined ? undefined : turn.door.readAnswer(json)
@@ -173,7 +185,7 @@ export async function* streamAnswer(
       if (step === 'done') return yield* stream.close(loop.visible, loop.usage)
       response = await send(turn, loop.extra)
       if (response.status !== 200) {
-        const detail = (await response.body.text()).slice(0, 500)
+        const detail = (await readAll(turn, response)).slice(0, 500)
         throw new LembasError(
           'upstream_bad_response',
           `upstream answered ${response.status} after a recall: ${detail}`,

@@ -4,7 +4,11 @@
  */
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
 import { describe, test } from 'node:test'
+import { createLogger } from '../../src/log.js'
 import { createStore } from '../../src/store/index.js'
 import { DOORS, type DoorSay } from '../helpers/doors.js'
 import {
@@ -351,6 +355,68 @@ describe("truncated-streams: a stream cut before its end ends with the door's er
                 ? /data: \{"error":\{"message":"[^"]*","type":"upstream_error"/
                 : /event: response\.failed\ndata: \{"type":"response\.failed".*"code":"upstream_bad_response"/
           assert.match(answer.raw, error, answer.raw.slice(-400))
+        } finally {
+          await proxy.close()
+          await upstream.close()
+        }
+      })
+    }
+  }
+})
+
+describe('upstream-failure-status: a whole answer that breaks off is a 502, one that stalls a 504', () => {
+  /** An upstream that sends its headers and the start of a body, then cuts or stalls. */
+  async function halfAnswer(
+    then: 'cut' | 'stall',
+  ): Promise<{ url: string; close(): Promise<void> }> {
+    const sockets = new Set<Socket>()
+    const server = createServer((request, response) => {
+      request.resume()
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' })
+        response.write('{"id":"x","choices":[')
+        if (then === 'cut') setTimeout(() => response.socket?.destroy(), 20)
+      })
+    })
+    server.on('connection', (socket) => sockets.add(socket))
+    server.listen(0, '127.0.0.1')
+    await once(server, 'listening')
+    const { port } = server.address() as AddressInfo
+    return {
+      url: `http://127.0.0.1:${port}/v1`,
+      async close() {
+        for (const socket of sockets) socket.destroy()
+        server.close()
+      },
+    }
+  }
+  for (const door of ['chat', 'responses', 'messages']) {
+    for (const then of ['cut', 'stall'] as const) {
+      test(`${door}: ${then} → ${then === 'cut' ? 502 : 504}, in the door's shape`, async () => {
+        const upstream = await halfAnswer(then)
+        const lines: string[] = []
+        const proxy = await startProxy({
+          upstreamUrl: upstream.url,
+          store: await createStore('memory:', { idleTtlMs: DAY }),
+          timeoutMs: 400,
+          log: createLogger('info', (line) => void lines.push(line)),
+        })
+        try {
+          const body = { ...(STREAMED[door]!.body as object), stream: false }
+          const reply = await fetch(proxy.url + STREAMED[door]!.path, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
+            body: JSON.stringify(body),
+          })
+          assert.equal(reply.status, then === 'cut' ? 502 : 504)
+          const json = (await reply.json()) as any
+          if (door === 'messages') assert.equal(json.type, 'error')
+          else
+            assert.equal(
+              json.error.code,
+              then === 'cut' ? 'upstream_unreachable' : 'upstream_timeout',
+            )
+          assert.ok(!lines.some((line) => line.includes('internal-error')), 'logged as our bug')
         } finally {
           await proxy.close()
           await upstream.close()
