@@ -6,6 +6,7 @@ import { helpText, parseCommandLine, type Config } from './config/flags.js'
 import { elideSettings, pipelineSettings } from './config/pipeline.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
+import { guardConnections } from './http/guard.js'
 import { createLogger } from './log.js'
 import { createRecorder } from './record/recorder.js'
 import { runReplay } from './replay/command.js'
@@ -38,7 +39,11 @@ async function run(config: Config): Promise<void> {
   const store = await createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
     idleTtlMs: config.idleTtlMs,
   })
-  const upstream = createUpstream({ baseUrl: config.upstream, timeoutMs: config.upstreamTimeoutMs })
+  const upstream = createUpstream({
+    baseUrl: config.upstream,
+    timeoutMs: config.upstreamTimeoutMs,
+    keepAliveMs: config.upstreamKeepaliveMs,
+  })
   const recorder = config.record ? openRecorder(config.record, log) : undefined
   const stats = createStats()
   const app = createApp({
@@ -59,12 +64,19 @@ async function run(config: Config): Promise<void> {
     },
   })
 
-  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
+  const guard = { maxConnections: config.maxConnections, headerTimeoutMs: config.headerTimeoutMs }
+  const listen = {
+    fetch: app.fetch,
+    hostname: config.host,
+    port: config.port,
+  }
+  const server = serve(listen, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
     process.stdout.write(
       `lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n`,
     )
   })
+  guardConnections(server, guard, log)
   // With a shared secret, only clients that know it can use the upstream through us.
   if (!isLoopback(config.host) && !config.auth) {
     log.warn('listening-beyond-loopback', {

@@ -40,6 +40,21 @@ export const FLAGS = {
     default: '600000',
     help: 'how long to wait for the upstream to answer or to send the next chunk',
   },
+  'upstream-keepalive-ms': {
+    env: 'LEMBAS_UPSTREAM_KEEPALIVE_MS',
+    default: '1000',
+    help: "how long an idle upstream connection is kept for reuse (below the upstream's idle timeout)",
+  },
+  'max-connections': {
+    env: 'LEMBAS_MAX_CONNECTIONS',
+    default: '512',
+    help: 'open client connections at most; beyond, new ones are closed at once (and logged)',
+  },
+  'header-timeout-ms': {
+    env: 'LEMBAS_HEADER_TIMEOUT_MS',
+    default: '30000',
+    help: 'a client connection that has not sent a whole request head in this time is closed',
+  },
   'max-body-mb': {
     env: 'LEMBAS_MAX_BODY_MB',
     default: '64',
@@ -114,6 +129,9 @@ const ConfigSchema = z.object({
     .regex(/^[A-Za-z0-9_-]+$/)
     .transform((name) => name.toLowerCase()),
   upstreamTimeoutMs: z.coerce.number().int().positive(),
+  upstreamKeepaliveMs: z.coerce.number().int().positive(),
+  maxConnections: z.coerce.number().int().positive(),
+  headerTimeoutMs: z.coerce.number().int().positive(),
   maxBodyBytes: z.coerce
     .number()
     .positive()
@@ -190,6 +208,9 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     sessionHeader: pick('session-header'),
     compactionHeader: pick('compaction-header'),
     upstreamTimeoutMs: pick('upstream-timeout-ms'),
+    upstreamKeepaliveMs: pick('upstream-keepalive-ms'),
+    maxConnections: pick('max-connections'),
+    headerTimeoutMs: pick('header-timeout-ms'),
     maxBodyBytes: pick('max-body-mb'),
     idleTtlMs: pick('idle-ttl-days'),
     logLevel: pick('log-level'),
@@ -207,6 +228,9 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       sessionHeader: 'session-header',
       compactionHeader: 'compaction-header',
       upstreamTimeoutMs: 'upstream-timeout-ms',
+      upstreamKeepaliveMs: 'upstream-keepalive-ms',
+      maxConnections: 'max-connections',
+      headerTimeoutMs: 'header-timeout-ms',
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',
       logLevel: 'log-level',

@@ -10,7 +10,16 @@ export type UpstreamOptions = {
   timeoutMs: number
   /** Wait for the TCP/TLS connection; undici's default is 10 s. */
   connectTimeoutMs?: number
+  /**
+   * How long an idle connection is kept for the next request. Shorter than any upstream's own
+   * idle timeout (Node's 5 s, many proxies' 4 s and less), so a connection the upstream is
+   * closing is not reused: a request is never retried, as its upstream may have started on it.
+   */
+  keepAliveMs?: number
 }
+
+/** One second: a new connection costs a millisecond on a LAN, a reused stale one a failed request. */
+const DEFAULT_KEEPALIVE_MS = 1_000
 
 export type UpstreamRequest = {
   method: string
@@ -75,9 +84,14 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     timeoutMs: options.timeoutMs,
     connectTimeoutMs: options.connectTimeoutMs ?? UNDICI_DEFAULT_CONNECT_TIMEOUT_MS,
   }
+  const keepAlive = options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS
   const pool = new Pool(target.origin, {
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
+    // The upstream's own `Keep-Alive: timeout=` hint can only shorten it.
+    keepAliveTimeout: keepAlive,
+    keepAliveMaxTimeout: keepAlive,
+    keepAliveTimeoutThreshold: Math.min(1_000, Math.floor(keepAlive / 2)),
     connect: { timeout: errorContext.connectTimeoutMs },
   })
 

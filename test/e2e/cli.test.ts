@@ -3,52 +3,15 @@
  * on one Redis, one killed and started again, with an agent taking requests to each in turn.
  */
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import { rmSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
-import { packageRoot } from '../../src/config/loop.js'
 import { TestAgent } from '../helpers/agent.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
+import { startCli, stopCli } from '../helpers/cli.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { makeProject } from '../helpers/workspace.js'
 import { join } from 'node:path'
-
-interface Running {
-  readonly child: ChildProcess
-  readonly url: string
-  readonly stdout: string
-}
-
-async function startCli(args: string[], env: Record<string, string> = {}): Promise<Running> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args],
-    {
-      env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
-  let stdout = ''
-  let stderr = ''
-  child.stderr!.on('data', (chunk) => (stderr += chunk))
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
-      stdout += chunk
-      const match = /^lembas-proxy listening on (http:\/\/\S+) -> (\S+)$/m.exec(stdout)
-      if (match) resolve({ child, url: match[1]!, stdout })
-    })
-    child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
-  })
-}
-
-async function stopCli(running: Running, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (running.child.exitCode !== null) return
-  const exited = once(running.child, 'exit')
-  running.child.kill(signal)
-  await exited
-}
 
 describe('the lembas-proxy command', () => {
   let upstream: FakeUpstream

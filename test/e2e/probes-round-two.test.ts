@@ -6,7 +6,8 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import { connect, type AddressInfo, type Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, test } from 'node:test'
 import { createLogger } from '../../src/log.js'
 import { createStore } from '../../src/store/index.js'
@@ -16,6 +17,7 @@ import {
   type FakeResponse,
   type RecordedRequest,
 } from '../helpers/fake-upstream.js'
+import { startCli, stopCli } from '../helpers/cli.js'
 import { prefixViolations } from '../helpers/model.js'
 import { startProxy } from '../helpers/proxy.js'
 
@@ -424,4 +426,47 @@ describe('upstream-failure-status: a whole answer that breaks off is a 502, one 
       })
     }
   }
+})
+
+describe('idle-connections: silent and half-sent sockets are closed, and capped', () => {
+  test('past --max-connections new sockets are refused and logged; silent ones close after --header-timeout-ms; requests still work', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startCli([
+      '--port',
+      '0',
+      '--upstream',
+      upstream.url,
+      '--store',
+      'memory:',
+      '--max-connections',
+      '20',
+      '--header-timeout-ms',
+      '600',
+    ])
+    const sockets: Socket[] = []
+    try {
+      const { port } = new URL(proxy.url)
+      const closed = new Set<Socket>()
+      for (let i = 0; i < 30; i++) {
+        const socket = connect(Number(port), '127.0.0.1')
+        socket.on('close', () => closed.add(socket))
+        socket.on('error', () => undefined)
+        // Half of them send half a request head, the others nothing at all.
+        if (i % 2 === 0) socket.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n')
+        sockets.push(socket)
+        await once(socket, 'connect')
+      }
+      await sleep(300)
+      assert.ok(closed.size >= 10, `${closed.size} of 30 closed beyond the cap`)
+      assert.match(proxy.stderr(), /"event":"connections-refused"/)
+      await sleep(2_000)
+      assert.equal(closed.size, 30, 'the silent and half-sent sockets were closed')
+      const reply = await fetch(proxy.url + '/healthz')
+      assert.equal(reply.status, 200)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      await stopCli(proxy)
+      await upstream.close()
+    }
+  })
 })

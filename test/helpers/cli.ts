@@ -1,0 +1,42 @@
+/** The real command line as a user starts it: `lembas-proxy` in a child process. */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { packageRoot } from '../../src/config/loop.js'
+
+export interface Running {
+  readonly child: ChildProcess
+  readonly url: string
+  readonly stdout: string
+  /** What it logged so far (JSON lines on stderr). */
+  stderr(): string
+}
+
+/** Starts `lembas-proxy ARGS` and resolves with its URL once it listens. */
+export async function startCli(args: string[], env: Record<string, string> = {}): Promise<Running> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args],
+    {
+      env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
+  let stdout = ''
+  let stderr = ''
+  child.stderr!.on('data', (chunk) => (stderr += chunk))
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk) => {
+      stdout += chunk
+      const match = /^lembas-proxy listening on (http:\/\/\S+) -> (\S+)$/m.exec(stdout)
+      if (match) resolve({ child, url: match[1]!, stdout, stderr: () => stderr })
+    })
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
+  })
+}
+
+export async function stopCli(running: Running, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (running.child.exitCode !== null) return
+  const exited = once(running.child, 'exit')
+  running.child.kill(signal)
+  await exited
+}
