@@ -5,6 +5,9 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { once } from 'node:events'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createServer } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -19,6 +22,7 @@ import {
 } from '../helpers/fake-upstream.js'
 import { startCli, stopCli } from '../helpers/cli.js'
 import { prefixViolations } from '../helpers/model.js'
+import { startRedis } from '../helpers/redis-server.js'
 import { startProxy } from '../helpers/proxy.js'
 
 const DAY = 86_400_000
@@ -469,4 +473,62 @@ describe('idle-connections: silent and half-sent sockets are closed, and capped'
       await upstream.close()
     }
   })
+})
+
+describe('huge-batches: 25,000 results in one request, on every store', () => {
+  for (const kind of ['redis', 'sqlite'] as const) {
+    test(`${kind}: every result gets its id, no 503`, { timeout: 120_000 }, async () => {
+      const redis = kind === 'redis' ? await startRedis() : undefined
+      const dir = mkdtempSync(join(tmpdir(), 'lembas-huge-'))
+      const store = await createStore(redis ? redis.url : `sqlite:${join(dir, 'store.db')}`, {
+        idleTtlMs: DAY,
+      })
+      const upstream = await startFakeUpstream()
+      const proxy = await startProxy({ upstreamUrl: upstream.url, store })
+      try {
+        const count = 25_000
+        const calls = Array.from({ length: count }, (_, i) => ({
+          id: `call_${i}`,
+          type: 'function',
+          function: { name: 'Bash', arguments: `{"command":"echo ${i}"}` },
+        }))
+        const body = {
+          model: 'm',
+          tools: [{ type: 'function', function: { name: 'Bash' } }],
+          messages: [
+            { role: 'user', content: 'run them all' },
+            { role: 'assistant', content: null, tool_calls: calls },
+            ...calls.map((call, i) => ({
+              role: 'tool',
+              tool_call_id: call.id,
+              content: `out ${i}`,
+            })),
+          ],
+        }
+        const reply = await fetch(proxy.url + '/v1/chat/completions', {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer k',
+            'x-session-id': 'huge',
+          },
+          body: JSON.stringify(body),
+        })
+        assert.equal(reply.status, 200, await reply.clone().text())
+        const sent = upstream.requests.at(-1)!.json.messages.filter((m: any) => m.role === 'tool')
+        assert.equal(sent.length, count)
+        assert.equal(sent[0].content, '[#0001]\nout 0')
+        assert.equal(
+          sent.at(-1).content,
+          `[#${count.toString(16).padStart(4, '0')}]\nout ${count - 1}`,
+        )
+      } finally {
+        await proxy.close()
+        await upstream.close()
+        await store.close()
+        await redis?.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+  }
 })
