@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, hash } from 'node:crypto'
 import type { ReadCall } from './types.js'
 
 /** A full read the request carries: what a later stub may point at. */
@@ -68,15 +68,17 @@ export class DedupeTable {
 
   /** The newest full read of the same file, unchanged, whose lines hold the lines asked for. */
   findRead(read: ReadCall): ReadEntry | undefined {
-    const lineHashes = read.file ? undefined : read.shown?.map(hashLine)
+    // Hashed only when an earlier read of the file could hold these lines.
+    let lineHashes: readonly string[] | undefined
     for (let i = this.#entries.length - 1; i >= 0; i--) {
       const entry = this.#entries[i]
       if (entry?.kind !== 'read' || entry.absPath !== read.absPath) continue
       if (read.start < entry.start || read.end > entry.end) continue
       if (read.file) {
         if (entry.sha256 === read.file.sha256) return entry
-      } else if (lineHashes && entry.lineHashes && sameLines(entry, read.start, lineHashes)) {
-        return entry
+      } else if (entry.lineHashes && read.shown) {
+        lineHashes ??= read.shown.map(hashLine)
+        if (sameLines(entry, read.start, lineHashes)) return entry
       }
     }
     return undefined
@@ -98,8 +100,15 @@ function sameLines(entry: ReadEntry, start: number, lineHashes: readonly string[
   return lineHashes.every((hash, i) => entry.lineHashes?.[offset + i] === hash)
 }
 
+/**
+ * A blind read of more lines than this is remembered by no line hashes: no agent's read window is
+ * near it (2,000 lines is the usual), so it is output to show, not a file to stub against, and
+ * hashing and storing its lines would cost more than it could save.
+ */
+export const MAX_HASHED_LINES = 10_000
+
 export function hashLine(line: string): string {
-  return createHash('sha256').update(line).digest('base64url').slice(0, 16)
+  return hash('sha256', line, 'base64url').slice(0, 16)
 }
 
 export function sha256Hex(text: string): string {

@@ -1,7 +1,14 @@
 import { readBracket } from './brackets.js'
 import { capText } from './cap.js'
 import type { TableRead } from './compaction-table.js'
-import { hashLine, sha256Hex, sortedKeyJson, type DedupeTable, type Entry } from './dedupe-table.js'
+import {
+  hashLine,
+  MAX_HASHED_LINES,
+  sha256Hex,
+  sortedKeyJson,
+  type DedupeTable,
+  type Entry,
+} from './dedupe-table.js'
 import { renderEdit, renderPatch } from './edit-diff.js'
 import { formatId } from './ids.js'
 import { fill } from './text.js'
@@ -114,7 +121,8 @@ function readEntry(read: ReadCall, id: string): Entry | undefined {
   }
   if (read.file) return { ...base, sha256: read.file.sha256 }
   // Blind: only the lines themselves can show that a later read is unchanged.
-  if (read.shown && read.shown.length === read.end - read.start + 1) {
+  const count = read.end - read.start + 1
+  if (read.shown && read.shown.length === count && count <= MAX_HASHED_LINES) {
     return { ...base, lineHashes: read.shown.map(hashLine) }
   }
   return undefined

@@ -6,6 +6,7 @@ import {
   type Rendering,
   type TableRead,
 } from '../context/index.js'
+import { pacer } from '../pace/index.js'
 import type { SessionRef } from '../session/find.js'
 import { keys, parseRecord, type ToolRecord } from '../session/records.js'
 import { classifyCall, splitTrailer } from '../tools/index.js'
@@ -79,7 +80,9 @@ export async function renderFresh(
   const rendered = new Map<string, ToolRecord>()
   const writes: (readonly [string, string])[] = []
   let previousKey = start?.lastToolKey
+  const pace = pacer()
   for (const tool of input.tools) {
+    await pace()
     const i = freshAt.get(tool.index)
     const prev = previousKey
     previousKey = tool.key
@@ -126,12 +129,17 @@ export async function renderFresh(
   // One atomic batch: the renderings with the full results and file contents they stand for,
   // so no rendering is ever stored without what its recall shows. First writer wins: a
   // concurrent twin of this request reads ours back.
-  const entries = [...rendered].map(
-    ([key, record]) => [keys.tool(key), JSON.stringify(record)] as const,
-  )
+  const entries: (readonly [string, string])[] = []
+  for (const [key, record] of rendered) {
+    await pace()
+    entries.push([keys.tool(key), JSON.stringify(record)])
+  }
   const winners = await deps.store.putIfAbsent(scope, [...entries, ...writes])
   const out = new Map<string, ToolRecord>()
-  entries.forEach(([key], i) => out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord))
+  for (const [i, [key]] of entries.entries()) {
+    await pace()
+    out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord)
+  }
   return out
 }
 

@@ -1,8 +1,10 @@
 import { LembasError } from '../errors.js'
+import { pacer } from '../pace/index.js'
+import { arraySpan, skipSpace } from '../wire/json-scan.js'
 
 /** JSON of a client's request, refused past `maxDepth` levels or when it is not JSON. */
 export function parseJson(text: string, maxDepth: number): unknown {
-  if (nestingDepth(text) > maxDepth) {
+  if (Number.isFinite(maxDepth) && nestingDepth(text) > maxDepth) {
     throw new LembasError('invalid_request', `the request nests deeper than ${maxDepth} levels`)
   }
   try {
@@ -35,10 +37,31 @@ function withoutExcerpt(message: string): string {
 
 /** Bracket depth outside strings; one pass over the text, no parse. */
 export function nestingDepth(text: string): number {
-  let depth = 0
-  let max = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
+  const state = { at: 0, depth: 0, max: 0, inString: false }
+  depthScan(text, text.length, state)
+  return state.max
+}
+
+/** nestingDepth in steps of a megabyte, with the event loop free between them. */
+async function nestingDepthPaced(text: string): Promise<number> {
+  const pace = pacer()
+  const state = { at: 0, depth: 0, max: 0, inString: false }
+  while (state.at < text.length) {
+    await pace()
+    depthScan(text, Math.min(text.length, state.at + WHOLE_PARSE_BYTES), state)
+  }
+  return state.max
+}
+
+/** Scans from `state.at` to `to` (an escape may carry it one past), counting brackets. */
+function depthScan(
+  text: string,
+  to: number,
+  state: { at: number; depth: number; max: number; inString: boolean },
+): void {
+  let { depth, max, inString } = state
+  let i = state.at
+  for (; i < to; i++) {
     const code = text.charCodeAt(i)
     if (inString) {
       if (code === 92) i++
@@ -47,5 +70,83 @@ export function nestingDepth(text: string): number {
     else if (code === 123 || code === 91) max = Math.max(max, ++depth)
     else if (code === 125 || code === 93) depth--
   }
-  return max
+  Object.assign(state, { at: i, depth, max, inString })
+}
+
+/** parseJson of a text too big to check in one go: the depth is counted in steps first. */
+async function parseJsonPaced(text: string, maxDepth: number): Promise<unknown> {
+  if (text.length <= WHOLE_PARSE_BYTES) return parseJson(text, maxDepth)
+  if ((await nestingDepthPaced(text)) > maxDepth)
+    throw new LembasError('invalid_request', `the request nests deeper than ${maxDepth} levels`)
+  return parseJson(text, Number.POSITIVE_INFINITY)
+}
+
+/** Bodies up to this size are parsed in one go: ~5 ms a MB holds the event loop that long. */
+const WHOLE_PARSE_BYTES = 1 << 20
+
+/**
+ * A request body, parsed so that no step holds the event loop for long: a large body's `key`
+ * array element by element, with pauses between (its elements sit two levels deep), and the
+ * rest around it in one go. Any shape that does not fit is parsed whole, for its plain error.
+ */
+export async function parseRequest(bytes: Buffer, key: string, maxDepth: number): Promise<unknown> {
+  const whole = () => parseJson(bytes.toString('utf8'), maxDepth)
+  if (bytes.length <= WHOLE_PARSE_BYTES) return whole()
+  const span = await arraySpan(bytes, key, Number.MAX_SAFE_INTEGER)
+  if (!span) return whole()
+  const around =
+    bytes.toString('utf8', 0, span.arrayStart) + '[]' + bytes.toString('utf8', span.arrayEnd + 1)
+  const request = parseJson(around, maxDepth)
+  // A second array of that name would be the one JSON.parse keeps: not ours to split.
+  if (!isRecord(request) || !Array.isArray(request[key]) || request[key].length > 0) return whole()
+  request[key] = await parseElements(bytes, span.arrayStart + 1, span.ends, maxDepth - 2)
+  return request
+}
+
+/**
+ * The elements of an array, parsed one by one with pauses between: `from` is just inside its
+ * `[`, `ends` the index just after each element (arrayTail's).
+ */
+export async function parseElements(
+  bytes: Buffer,
+  from: number,
+  ends: readonly number[],
+  maxDepth: number,
+): Promise<unknown[]> {
+  const pace = pacer()
+  const out: unknown[] = []
+  let start = from
+  for (const end of ends) {
+    await pace()
+    const at = skipComma(bytes, start)
+    // One huge element (an answer with thousands of parallel calls): split on its own array.
+    const nested =
+      end - at > WHOLE_PARSE_BYTES ? await nestedArray(bytes.subarray(at, end)) : undefined
+    out.push(
+      nested === undefined
+        ? await parseJsonPaced(bytes.toString('utf8', at, end), maxDepth)
+        : await parseRequest(bytes.subarray(at, end), nested, maxDepth),
+    )
+    start = end
+  }
+  return out
+}
+
+/** The arrays an item may hold many of: a chat answer's calls, a message's blocks. */
+const NESTED_ARRAYS = ['tool_calls', 'content']
+
+/** The first of NESTED_ARRAYS an element holds. */
+async function nestedArray(element: Buffer): Promise<string | undefined> {
+  for (const name of NESTED_ARRAYS) if (await arraySpan(element, name, 1)) return name
+  return undefined
+}
+
+function skipComma(bytes: Buffer, from: number): number {
+  let i = skipSpace(bytes, from)
+  if (bytes[i] === 44) i = skipSpace(bytes, i + 1)
+  return i
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

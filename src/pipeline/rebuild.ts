@@ -8,6 +8,7 @@ import type { Profile } from '../tools/index.js'
 import type { Workspace } from '../workspace/index.js'
 import { withText, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
+import { pacer } from '../pace/index.js'
 import { addShown, renderFresh, type CallIdRecord, type Fresh, type Savings } from './fresh.js'
 
 export interface HistoryDeps {
@@ -67,33 +68,46 @@ export interface Rebuilt {
   /** The values of the caller's `extraKeys`, read in the request's one batched read. */
   readonly extra: readonly (string | undefined)[]
   /** The same request with other batches of elided results (a batch decided on it). */
-  reassemble(elision: Elision): Rebuilt
+  reassemble(elision: Elision): Promise<Rebuilt>
 }
 
 /** Tool messages by place: the n-th look-alike (same call id, same content) has its own key. */
-export function toolKeys(
+export async function toolKeys(
   messages: readonly ChatMessage[],
   start: HistoryState | undefined,
   snapshotAt?: number,
-): { keys: (string | undefined)[]; seen: Map<string, number>; snapshot?: Map<string, number> } {
+): Promise<ToolKeys> {
   const seen = new Map(start?.seen ?? [])
   let snapshot: Map<string, number> | undefined
-  const out = messages.map((message, index) => {
+  const out: (string | undefined)[] = []
+  // A hash per result: paced, for requests that carry tens of thousands.
+  const pace = pacer()
+  for (const [index, message] of messages.entries()) {
+    await pace()
     if (index === snapshotAt) snapshot = new Map(seen)
-    if (message.role !== 'tool') return undefined
+    if (message.role !== 'tool') {
+      out.push(undefined)
+      continue
+    }
     const base = toolMessageKey(message)
     const n = seen.get(base) ?? 0
     seen.set(base, n + 1)
-    return n === 0 ? base : toolMessageKey({ ...message, tool_call_id: `${n}\u0000${base}` })
-  })
+    out.push(n === 0 ? base : toolMessageKey({ ...message, tool_call_id: `${n}\u0000${base}` }))
+  }
   if (snapshotAt === messages.length) snapshot = new Map(seen)
   return { keys: out, seen, snapshot }
+}
+
+export interface ToolKeys {
+  readonly keys: (string | undefined)[]
+  readonly seen: Map<string, number>
+  readonly snapshot?: Map<string, number> | undefined
 }
 
 export interface RebuildInput {
   readonly messages: readonly ChatMessage[]
   /** From toolKeys. */
-  readonly keys: ReturnType<typeof toolKeys>
+  readonly keys: ToolKeys
   readonly definitions: readonly ToolDefinition[]
   readonly session: SessionRef
   readonly continuity: Continuity
@@ -148,12 +162,12 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
       ? new Map<number, string>()
       : await compactionTables(messages, input.continuity.summaries, scope, deps.store, deps.rules)
   const counts = { ...savings, newResults: stillFresh.length }
-  const assembled = (elision: Elision): Rebuilt => {
-    const rebuilt = assemble({ ...input, elision }, records.tools, tables, records.extra)
+  const assembled = async (elision: Elision): Promise<Rebuilt> => {
+    const rebuilt = await assemble({ ...input, elision }, records.tools, tables, records.extra)
     Object.assign(rebuilt.stats, counts)
     return { ...rebuilt, reassemble: assembled }
   }
-  const rebuilt = assembled(input.elision)
+  const rebuilt = await assembled(input.elision)
   if (scope !== undefined)
     await rememberSession(input, tools, scope, stillFresh.length > 0, deps.store)
   return rebuilt
@@ -211,25 +225,25 @@ async function readRecords(
     ...callIds.map(keys.callId),
     ...extraKeys,
   ])
-  tools.forEach((slot, i) => {
+  const pace = pacer()
+  for (const [i, slot] of tools.entries()) {
+    await pace()
     const record = parseRecord<ToolRecord>(values[i])
     if (record) records.tools.set(slot.key, record)
-  })
-  callIds.forEach((id, i) => {
-    const record = parseRecord<CallIdRecord>(values[tools.length + i])
-    if (record) records.callIds.set(id, record)
-  })
+    const first = parseRecord<CallIdRecord>(values[tools.length + i])
+    if (first) records.callIds.set(callIds[i]!, first)
+  }
   records.extra = values.slice(tools.length * 2)
   return records
 }
 
 /** The view with every tool message as first rendered, and the state at its end. */
-function assemble(
+async function assemble(
   input: RebuildInput,
   toolRecords: ReadonlyMap<string, ToolRecord>,
   tables: ReadonlyMap<number, string>,
   extra: readonly (string | undefined)[],
-): Omit<Rebuilt, 'reassemble'> {
+): Promise<Omit<Rebuilt, 'reassemble'>> {
   const { messages, start } = input
   const stats: HistoryStats = {
     newResults: 0,
@@ -253,7 +267,17 @@ function assemble(
     seen,
     elision: input.elision,
   })
-  const out = messages.map((message, index) => {
+  const pace = pacer()
+  const out: ChatMessage[] = []
+  for (const [index, message] of messages.entries()) {
+    await pace()
+    out.push(assembled(message, index))
+  }
+  const state = stateNow(input.keys.seen, false)
+  if (input.snapshotAt === messages.length) snapshot = state
+  return { messages: out, stats, state, snapshot, extra }
+
+  function assembled(message: ChatMessage, index: number): ChatMessage {
     if (index === input.snapshotAt && input.keys.snapshot)
       snapshot = stateNow(input.keys.snapshot, true)
     // Calls of consecutive answers (one Responses item per call) are answered together.
@@ -280,10 +304,7 @@ function assemble(
     const shown = addShown(table, record)
     if (shown.stub) stats.stubs++
     return after({ ...message, content: shown.content })
-  })
-  const state = stateNow(input.keys.seen, false)
-  if (input.snapshotAt === messages.length) snapshot = state
-  return { messages: out, stats, state, snapshot, extra }
+  }
 }
 
 function callsById(

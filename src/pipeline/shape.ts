@@ -6,6 +6,7 @@ import { NO_ELISION, readElision, withBatch, writeBatch } from '../session/elisi
 import { keys } from '../session/records.js'
 import { signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
+import { pacer } from '../pace/index.js'
 import type { Profile } from '../tools/index.js'
 import { contentText, type ChatMessage } from '../wire/chat.js'
 import { appendItems } from './body.js'
@@ -65,7 +66,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const continuity = continuityOf(input, deps.profile)
   const covered = Math.max(0, items.length - door.holdback)
   const snapshotAt = firstAt(view, covered)
-  const tools = toolKeys(view.messages, start?.history, snapshotAt)
+  const tools = await toolKeys(view.messages, start?.history, snapshotAt)
   const base = start?.itemCount ?? 0
   const count = base + items.length
   const answers = placeAnswers(door, items, base, start?.lastDigest ?? '')
@@ -100,7 +101,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   )
   if (newerBatch.length > 0 && rebuilt.extra.at(-1) !== undefined) return undefined
   const known = start?.items ?? []
-  let upstream = upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
+  let upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
   // Only --elide weighs batches: without it, no result is followed.
   const liveNow = () =>
     !elide
@@ -128,8 +129,8 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
       due.map((r) => [r.key, standIn(contentText(rendered.get(r.key)?.content), elide)]),
     )
     const batch = await writeBatch(session.scope, deps.store, elision, { at: count, texts })
-    rebuilt = rebuilt.reassemble(withBatch(elision, batch, count))
-    upstream = upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
+    rebuilt = await rebuilt.reassemble(withBatch(elision, batch, count))
+    upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
     live = liveNow()
   }
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
@@ -160,7 +161,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
  * The upstream text of each client item: renderings written back, hidden exchanges restored
  * (joined where the API wants), the prompt block in the first (chat) on the full path.
  */
-function upstreamItems(
+async function upstreamItems(
   input: ShapeInput,
   rebuilt: Rebuilt,
   placed: readonly Placed[],
@@ -172,7 +173,12 @@ function upstreamItems(
   const restored = restoreAnswers(door, items, written, placed, hiddenValues)
   const perItem = restored.items
   if (!start) perItem[0] = door.withBlockItems(perItem[0] ?? [], promptBlock)
-  const texts = perItem.map((list) => list.map((item) => JSON.stringify(item)).join(','))
+  const pace = pacer()
+  const texts: string[] = []
+  for (const list of perItem) {
+    await pace()
+    texts.push(list.map((item) => JSON.stringify(item)).join(','))
+  }
   const joined = (upTo = texts.length) =>
     texts
       .slice(0, upTo)

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { upstreamUsage, type UpstreamUsage } from './usage.js'
 
@@ -93,6 +94,9 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
   const unrecognisedByTool = new Map<string, number>()
   const registry = new Registry()
   const m = metricsOf(registry)
+  // The longest the event loop was held between two scrapes: one request must not stall others.
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
 
   return {
     recordRequest(request) {
@@ -145,7 +149,11 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
         sessions: [...sessions.values()].reverse().map((figures) => ({ ...figures })),
       }
     },
-    metrics: () => registry.metrics(),
+    metrics() {
+      m.loopBlock.set(delay.max / 1e9)
+      delay.reset()
+      return registry.metrics()
+    },
   }
 }
 
@@ -248,6 +256,11 @@ function metricsOf(registry: Registry) {
     cachedRatio: new Gauge({
       name: 'lembas_cached_token_ratio',
       help: 'Cached prompt tokens / prompt tokens, over all requests since start.',
+      registers,
+    }),
+    loopBlock: new Gauge({
+      name: 'lembas_event_loop_block_max_seconds',
+      help: 'The longest the event loop was held (delay past 10 ms checks) since the previous scrape.',
       registers,
     }),
     sessions: new Gauge({

@@ -4,6 +4,7 @@
 import { homedir } from 'node:os'
 import { isAbsolute, join, resolve } from 'node:path'
 import { LembasError } from '../errors.js'
+import { chunkedStore } from './chunked.js'
 import { cachedStore } from './cached.js'
 import { checkIdleTtl } from './common.js'
 import { memoryStore } from './memory.js'
@@ -43,7 +44,8 @@ export async function createStore(spec: string, options: StoreOptions): Promise<
     )
   }
   // Half the idle TTL: a cached entry is never trusted after the backend may have dropped it.
-  return cachedStore(store, { maxBytes: options.cacheBytes, maxAgeMs: idleTtlMs / 2 })
+  // Chunked outermost: the cache, too, sees bounded batches.
+  return chunkedStore(cachedStore(store, { maxBytes: options.cacheBytes, maxAgeMs: idleTtlMs / 2 }))
 }
 
 /** `$XDG_STATE_HOME/lembas-proxy/store.db`, else `~/.local/state/lembas-proxy/store.db`. */

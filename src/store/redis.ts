@@ -22,15 +22,6 @@ import type { Store } from './store.js'
 
 export const KEY_PREFIX = 'lembas:v1:'
 
-/** Entries per script call or HMGET: bounded, so no call spreads a huge argument list. */
-const CHUNK = 1_000
-
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = []
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
-  return out
-}
-
 export function scopeKey(scope: string): string {
   return `${KEY_PREFIX}{${scope}}`
 }
@@ -181,17 +172,16 @@ export async function openRedisStore(url: string, options: RedisStoreOptions): P
   const read = (op: string, scope: string, fields: string[]): Promise<(string | undefined)[]> => {
     const key = scopeKey(scope)
     return run(op, async () => {
-      // One round trip, one HMGET per chunk; reading keeps the scope alive too.
-      const pipeline = client.pipeline()
-      for (const part of chunks(fields, CHUNK)) pipeline.hmget(key, ...part)
-      const replies = (await pipeline.pexpire(key, ttl).exec()) ?? []
-      const out: (string | undefined)[] = []
-      for (const reply of replies.slice(0, -1)) {
-        if (reply[0]) throw reply[0]
-        for (const value of reply[1] as (string | null)[]) out.push(value ?? undefined)
-      }
-      if (out.length !== fields.length) throw new Error('short pipeline reply')
-      return out
+      // Reading keeps the scope alive too; PEXPIRE is idempotent.
+      const replies = await client
+        .pipeline()
+        .hmget(key, ...fields)
+        .pexpire(key, ttl)
+        .exec()
+      const [hmget] = replies ?? []
+      if (!hmget) throw new Error('empty pipeline reply')
+      if (hmget[0]) throw hmget[0]
+      return (hmget[1] as (string | null)[]).map((v) => v ?? undefined)
     })
   }
 
@@ -207,32 +197,19 @@ export async function openRedisStore(url: string, options: RedisStoreOptions): P
       if (closed) throw closedError('redis')
       checkEntries(scope, entries)
       if (entries.length === 0) return []
-      // Chunked: a script call with every entry of a huge request would spread too many
-      // arguments. The last chunk first: results are written before the renderings that
-      // stand for them (callers put those first), so no rendering is ever without its result.
-      const parts = chunks(entries, CHUNK)
-      const won: (string | null)[][] = []
-      for (let i = parts.length - 1; i >= 0; i--) {
-        const args = parts[i]!.flatMap(([k, v]) => [kvField(k), v])
-        won[i] = await run('putIfAbsent', () =>
-          commands.lembasPutIfAbsent(scopeKey(scope), ttl, ...args),
-        )
-      }
-      return entries.map(([, v], i) => won[Math.floor(i / CHUNK)]![i % CHUNK] ?? v)
+      const args = entries.flatMap(([k, v]) => [kvField(k), v])
+      const won = await run('putIfAbsent', () =>
+        commands.lembasPutIfAbsent(scopeKey(scope), ttl, ...args),
+      )
+      return entries.map(([, v], i) => won[i] ?? v)
     },
     async claimIds(scope, keys) {
       if (closed) throw closedError('redis')
       checkKeys(scope, keys)
       if (keys.length === 0) return []
-      // In order, chunk by chunk: each chunk's new ids follow the last one's.
-      const ids: number[] = []
-      for (const part of chunks(keys, CHUNK)) {
-        const got = await run('claimIds', () =>
-          commands.lembasClaimIds(scopeKey(scope), ttl, COUNTER_FIELD, ...part.map(claimField)),
-        )
-        for (const id of got) ids.push(id)
-      }
-      return ids
+      return run('claimIds', () =>
+        commands.lembasClaimIds(scopeKey(scope), ttl, COUNTER_FIELD, ...keys.map(claimField)),
+      )
     },
     async setLatest(scope, key, value) {
       if (closed) throw closedError('redis')

@@ -4,6 +4,8 @@
  * One pass over the bytes; strings and escapes are skipped, brackets counted. Working on UTF-8
  * bytes is exact: every byte of a multi-byte character is >= 0x80, never a quote or a bracket.
  */
+import { pacer } from '../pace/index.js'
+
 export interface MessagesSpan {
   /** Index of the array's `[`. */
   readonly arrayStart: number
@@ -15,45 +17,63 @@ export interface MessagesSpan {
   readonly ends: readonly number[]
 }
 
-export function arraySpan(text: Uint8Array, key: string, keep = 1): MessagesSpan | undefined {
+/** Bytes scanned between two chances for the event loop to serve others. */
+const STEP = 1 << 19
+
+export async function arraySpan(
+  text: Uint8Array,
+  key: string,
+  keep = 1,
+): Promise<MessagesSpan | undefined> {
   const name = Buffer.from(key)
+  const pace = pacer()
   let depth = 0
-  let i = 0
-  const n = text.length
-  while (i < n) {
+  let stringStart = -1
+  let check = STEP
+  for (let i = 0; i < text.length; i++) {
+    if (i >= check) {
+      await pace()
+      check = i + STEP
+    }
     const code = text[i]!
-    if (code === 34 /* " */) {
-      const end = stringEnd(text, i)
-      if (end < 0) return undefined
-      if (depth === 1 && isKey(text, i + 1, end, name)) {
-        let j = skipSpace(text, end + 1)
-        if (text[j] !== 58 /* : */) return undefined
-        j = skipSpace(text, j + 1)
-        if (text[j] !== 91 /* [ */) return undefined
-        const tail = arrayTail(text, j + 1, keep)
-        return tail && { arrayStart: j, ...tail }
+    if (stringStart >= 0) {
+      if (code === 92 /* \ */) i++
+      else if (code === 34 /* " */) {
+        const opened = stringStart
+        stringStart = -1
+        if (depth === 1 && isKey(text, opened + 1, i, name)) {
+          let j = skipSpace(text, i + 1)
+          if (text[j] !== 58 /* : */) return undefined
+          j = skipSpace(text, j + 1)
+          if (text[j] !== 91 /* [ */) return undefined
+          const tail = await arrayTail(text, j + 1, keep)
+          return tail && { arrayStart: j, ...tail }
+        }
       }
-      i = end + 1
       continue
     }
-    if (code === 123 || code === 91) depth++
+    if (code === 34) stringStart = i
+    else if (code === 123 || code === 91) depth++
     else if (code === 125 || code === 93) depth--
-    i++
   }
   return undefined
 }
 
 /**
  * From just inside an array (after `[` or after an element), the index of its closing `]` and
- * the index just after its last element.
+ * the index just after its last element. Paced: a body of many megabytes (or one huge string in
+ * it) is scanned in steps, with the event loop free between them.
  */
-export function arrayTail(
+export async function arrayTail(
   text: Uint8Array,
   from: number,
   keep = 1,
-): { arrayEnd: number; lastEnd: number; ends: number[] } | undefined {
+): Promise<{ arrayEnd: number; lastEnd: number; ends: number[] } | undefined> {
+  const pace = pacer()
   let depth = 0
   let lastEnd = from
+  let inString = false
+  let check = from + STEP
   const ends: number[] = []
   // An element ends at the comma (or `]`) after it: its end is then known for good.
   const close = () => {
@@ -62,15 +82,21 @@ export function arrayTail(
     if (ends.length > keep) ends.shift()
   }
   for (let i = from; i < text.length; i++) {
+    if (i >= check) {
+      await pace()
+      check = i + STEP
+    }
     const code = text[i]!
-    if (code === 34) {
-      const end = stringEnd(text, i)
-      if (end < 0) return undefined
-      i = end
-      if (depth === 0) lastEnd = end + 1
+    if (inString) {
+      if (code === 92) i++
+      else if (code === 34) {
+        inString = false
+        if (depth === 0) lastEnd = i + 1
+      }
       continue
     }
-    if (code === 123 || code === 91) depth++
+    if (code === 34) inString = true
+    else if (code === 123 || code === 91) depth++
     else if (code === 125 || code === 93) {
       if (depth === 0) {
         close()
@@ -84,16 +110,6 @@ export function arrayTail(
     }
   }
   return undefined
-}
-
-/** The index of the quote that closes the string opening at `start`; -1 when it never closes. */
-function stringEnd(text: Uint8Array, start: number): number {
-  for (let i = start + 1; i < text.length; i++) {
-    const code = text[i]
-    if (code === 92 /* \ */) i++
-    else if (code === 34) return i
-  }
-  return -1
 }
 
 function isKey(text: Uint8Array, start: number, end: number, name: Uint8Array): boolean {

@@ -3,12 +3,12 @@ import { test } from 'node:test'
 import fc from 'fast-check'
 import { arrayTail, arraySpan } from '../../src/wire/json-scan.js'
 
-test('finds the top-level messages array, not a nested or quoted one', () => {
+test('finds the top-level messages array, not a nested or quoted one', async () => {
   const bytes = Buffer.from(
     '{"x":{"messages":[1]},"s":"\\"messages\\": [","messages": [ {"a":"]é"} , [2] ,3 ],"tools":[]}',
   )
   const at = (i: number) => bytes.toString('utf8', i, i + 1)
-  const span = arraySpan(bytes, 'messages')!
+  const span = (await arraySpan(bytes, 'messages'))!
   assert.equal(at(span.arrayStart), '[')
   assert.equal(at(span.arrayEnd), ']')
   assert.deepEqual(JSON.parse(bytes.toString('utf8', span.arrayStart, span.arrayEnd + 1)), [
@@ -17,30 +17,30 @@ test('finds the top-level messages array, not a nested or quoted one', () => {
     3,
   ])
   assert.equal(at(span.lastEnd - 1), '3')
-  assert.equal(arraySpan(Buffer.from('{"messages":[]}'), 'messages')!.lastEnd, 13)
-  assert.equal(arraySpan(Buffer.from('{"model":"m"}'), 'messages'), undefined)
+  assert.equal((await arraySpan(Buffer.from('{"messages":[]}'), 'messages'))!.lastEnd, 13)
+  assert.equal(await arraySpan(Buffer.from('{"model":"m"}'), 'messages'), undefined)
 })
 
-test('agrees with JSON.parse on random chat-like bodies, multi-byte text included', () => {
+test('agrees with JSON.parse on random chat-like bodies, multi-byte text included', async () => {
   const message = fc.record({
     role: fc.constantFrom('user', 'tool'),
     content: fc.string({ unit: 'grapheme', maxLength: 40 }),
   })
-  fc.assert(
-    fc.property(
+  await fc.assert(
+    fc.asyncProperty(
       fc.array(message, { maxLength: 8 }),
       fc.string({ maxLength: 20 }),
-      (messages, model) => {
+      async (messages, model) => {
         const bytes = Buffer.from(
           JSON.stringify({ model, messages, tools: [{ type: 'function' }] }),
         )
-        const span = arraySpan(bytes, 'messages')
+        const span = await arraySpan(bytes, 'messages')
         if (!span) return false
         const inner: unknown = JSON.parse(
           bytes.toString('utf8', span.arrayStart, span.arrayEnd + 1),
         )
         const head = bytes.toString('utf8', 0, span.lastEnd)
-        const tail = arrayTail(bytes, span.arrayStart + 1)
+        const tail = await arrayTail(bytes, span.arrayStart + 1)
         return (
           JSON.stringify(inner) === JSON.stringify(messages) &&
           tail?.arrayEnd === span.arrayEnd &&
@@ -50,4 +50,16 @@ test('agrees with JSON.parse on random chat-like bodies, multi-byte text include
     ),
     { numRuns: 300 },
   )
+})
+
+test('a body of many megabytes, one huge string across the scan steps, ends where JSON.parse says', async () => {
+  const huge = 'x'.repeat(3 << 20)
+  const bytes = Buffer.from(
+    JSON.stringify({ messages: [{ content: huge }, { content: 'y' }], tools: [] }),
+  )
+  const span = await arraySpan(bytes, 'messages', 5)
+  assert.deepEqual(JSON.parse(bytes.toString('utf8', span!.arrayStart, span!.arrayEnd + 1))[1], {
+    content: 'y',
+  })
+  assert.equal(span!.ends.length, 2)
 })
