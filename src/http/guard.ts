@@ -13,7 +13,7 @@ export interface GuardOptions {
  * The listening server's limits, as a proxy trusted with its clients' keys needs them. A socket
  * that sends nothing, or half a request head, for `headerTimeoutMs` is closed; once a head is in,
  * the timer is off (an upstream may think for minutes before its first byte) and an idle
- * keep-alive connection is Node's to close, after 5 s. No more than `maxConnections` are open at
+ * keep-alive connection is closed after 65 s. No more than `maxConnections` are open at
  * once, so sockets held open cannot use up the process's file descriptors and starve every other
  * client; refusals are logged, once per 10 s.
  */
@@ -22,6 +22,9 @@ export function guardConnections(server: ServerType, options: GuardOptions, log:
   http.maxConnections = options.maxConnections
   http.headersTimeout = options.headerTimeoutMs
   http.requestTimeout = 0
+  // Longer than any client's own keep-alive (undici 4 s, browsers 60 s): the client closes an
+  // idle connection first, so a request never meets a socket the server is closing (ECONNRESET).
+  http.keepAliveTimeout = 65_000
   // Without a 'timeout' listener, Node destroys a socket whose timer runs out.
   http.on('connection', (socket) => socket.setTimeout(options.headerTimeoutMs))
   http.on('request', (request) => request.socket.setTimeout(0))
