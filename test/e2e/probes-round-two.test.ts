@@ -20,7 +20,7 @@ import {
   type FakeResponse,
   type RecordedRequest,
 } from '../helpers/fake-upstream.js'
-import { startCli, stopCli } from '../helpers/cli.js'
+import { startProxyCli, stopCli } from '../helpers/cli.js'
 import { prefixViolations } from '../helpers/model.js'
 import { startRedis } from '../helpers/redis-server.js'
 import { startProxy } from '../helpers/proxy.js'
@@ -435,13 +435,7 @@ describe('upstream-failure-status: a whole answer that breaks off is a 502, one 
 describe('idle-connections: silent and half-sent sockets are closed, and capped', () => {
   test('past --max-connections new sockets are refused and logged; silent ones close after --header-timeout-ms; requests still work', async () => {
     const upstream = await startFakeUpstream()
-    const proxy = await startCli([
-      '--port',
-      '0',
-      '--upstream',
-      upstream.url,
-      '--store',
-      'memory:',
+    const proxy = await startProxyCli(upstream.url, 'memory:', [
       '--max-connections',
       '20',
       '--header-timeout-ms',
@@ -551,14 +545,7 @@ describe('one-request-freezes-everyone: a huge request leaves the event loop to 
       { timeout: 120_000 },
       async () => {
         const upstream = await startFakeUpstream()
-        const proxy = await startCli([
-          '--port',
-          '0',
-          '--upstream',
-          upstream.url,
-          '--store',
-          'memory:',
-        ])
+        const proxy = await startProxyCli(upstream.url, 'memory:')
         try {
           const output =
             lines > 0
@@ -629,4 +616,61 @@ describe('one-request-freezes-everyone: a huge request leaves the event loop to 
       },
     )
   }
+})
+
+describe('connections-reset-under-load: 64 sessions of 1 MB starting together', () => {
+  test('every request of every session answered, none reset', { timeout: 240_000 }, async () => {
+    const upstream = await startFakeUpstream()
+    const dir = mkdtempSync(join(tmpdir(), 'lembas-load-'))
+    const proxy = await startProxyCli(upstream.url, `sqlite:${join(dir, 'store.db')}`)
+    try {
+      const chunk = 'x'.repeat(100) + '\n'
+      const output = (s: number, k: number) => `session ${s} result ${k}\n` + chunk.repeat(100)
+      const failures: string[] = []
+      const session = async (s: number) => {
+        // ~1 MB of history: 100 results of ~10 KB; then five turns, each one result more.
+        const messages: object[] = [{ role: 'user', content: `task ${s}` }]
+        const add = (k: number) =>
+          messages.push(
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                {
+                  id: `c${s}_${k}`,
+                  type: 'function',
+                  function: { name: 'Bash', arguments: `{"command":"cat f${k}"}` },
+                },
+              ],
+            },
+            { role: 'tool', tool_call_id: `c${s}_${k}`, content: output(s, k) },
+          )
+        for (let k = 0; k < 100; k++) add(k)
+        for (let turn = 0; turn < 5; turn++) {
+          try {
+            const reply = await fetch(proxy.url + '/v1/chat/completions', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'x-session-id': `load-${s}` },
+              body: JSON.stringify({
+                model: 'm',
+                tools: [{ type: 'function', function: { name: 'Bash' } }],
+                messages,
+              }),
+            })
+            await reply.text()
+            if (reply.status !== 200) failures.push(`session ${s} turn ${turn}: ${reply.status}`)
+          } catch (error) {
+            failures.push(`session ${s} turn ${turn}: ${(error as Error).cause ?? error}`)
+          }
+          add(100 + turn)
+        }
+      }
+      await Promise.all(Array.from({ length: 64 }, (_, s) => session(s)))
+      assert.deepEqual(failures, [])
+    } finally {
+      await stopCli(proxy)
+      await upstream.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })

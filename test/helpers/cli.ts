@@ -40,3 +40,12 @@ export async function stopCli(running: Running, signal: NodeJS.Signals = 'SIGTER
   running.child.kill(signal)
   await exited
 }
+
+/** `lembas-proxy --port 0 --upstream UPSTREAM --store STORE …more`, as a user starts it. */
+export function startProxyCli(
+  upstream: string,
+  store: string,
+  more: string[] = [],
+): Promise<Running> {
+  return startCli(['--port', '0', '--upstream', upstream, '--store', store, ...more])
+}
