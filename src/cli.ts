@@ -14,7 +14,7 @@ import { runStats } from './stats/command.js'
 import { createStats } from './stats/index.js'
 import { timedStore } from './stats/store.js'
 import { createStore, defaultSqlitePath } from './store/index.js'
-import { createUpstream } from './upstream/index.js'
+import { createUpstream, routedUpstream } from './upstream/index.js'
 import { createWorkspace } from './workspace/index.js'
 
 /** The only place that reads the environment, listens, or exits. */
@@ -39,11 +39,18 @@ async function run(config: Config): Promise<void> {
   const store = await createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
     idleTtlMs: config.idleTtlMs,
   })
-  const upstream = createUpstream({
-    baseUrl: config.upstream,
-    timeoutMs: config.upstreamTimeoutMs,
-    keepAliveMs: config.upstreamKeepaliveMs,
-  })
+  const toUpstream = (baseUrl: string) =>
+    createUpstream({
+      baseUrl,
+      timeoutMs: config.upstreamTimeoutMs,
+      keepAliveMs: config.upstreamKeepaliveMs,
+    })
+  // One proxy for every agent of a team: each API may have an upstream of its own.
+  const routes = [
+    { path: '/messages', url: config.upstreamMessages },
+    { path: '/responses', url: config.upstreamResponses },
+  ].flatMap(({ path, url }) => (url ? [{ path, upstream: toUpstream(url) }] : []))
+  const upstream = routedUpstream(toUpstream(config.upstream), routes)
   const recorder = config.record ? openRecorder(config.record, log) : undefined
   const stats = createStats()
   const app = createApp({
@@ -72,8 +79,10 @@ async function run(config: Config): Promise<void> {
   }
   const server = serve(listen, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
+    const own = upstream.describe().filter((line) => line.route !== '*')
     process.stdout.write(
-      `lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n`,
+      `lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n` +
+        own.map((line) => `  /v1${line.route} -> ${line.url}\n`).join(''),
     )
   })
   guardConnections(server, guard, log)

@@ -15,6 +15,16 @@ export const FLAGS = {
     default: 'http://127.0.0.1:8080/v1',
     help: 'OpenAI-compatible base URL to forward to (llama.cpp default)',
   },
+  'upstream-messages': {
+    env: 'LEMBAS_UPSTREAM_MESSAGES',
+    default: '',
+    help: 'base URL for /v1/messages (Claude Code: https://api.anthropic.com/v1); default --upstream',
+  },
+  'upstream-responses': {
+    env: 'LEMBAS_UPSTREAM_RESPONSES',
+    default: '',
+    help: 'base URL for /v1/responses (Codex CLI: https://api.openai.com/v1); default --upstream',
+  },
   store: {
     env: 'LEMBAS_STORE',
     default: '',
@@ -118,6 +128,8 @@ const ConfigSchema = z.object({
   host: z.string().min(1),
   port: z.coerce.number().int().min(0).max(65535),
   upstream: z.url({ protocol: /^https?$/ }),
+  upstreamMessages: z.union([z.literal(''), z.url({ protocol: /^https?$/ })]),
+  upstreamResponses: z.union([z.literal(''), z.url({ protocol: /^https?$/ })]),
   store: z.string(),
   workspace: z.array(z.string().min(1)),
   sessionHeader: z
@@ -203,6 +215,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     host: pick('host'),
     port: pick('port'),
     upstream: pick('upstream'),
+    upstreamMessages: pick('upstream-messages'),
+    upstreamResponses: pick('upstream-responses'),
     store: pick('store'),
     workspace,
     sessionHeader: pick('session-header'),
@@ -227,6 +241,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     const flagOf: Record<string, string> = {
       sessionHeader: 'session-header',
       compactionHeader: 'compaction-header',
+      upstreamMessages: 'upstream-messages',
+      upstreamResponses: 'upstream-responses',
       upstreamTimeoutMs: 'upstream-timeout-ms',
       upstreamKeepaliveMs: 'upstream-keepalive-ms',
       maxConnections: 'max-connections',

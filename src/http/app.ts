@@ -42,7 +42,7 @@ export function createApp(deps: AppDeps): Hono {
   app.get('/healthz', async (c) => {
     try {
       await deps.store.ping()
-      return c.json({ ok: true, store: deps.store.kind })
+      return c.json({ ok: true, store: deps.store.kind, upstreams: deps.upstream.describe() })
     } catch (error) {
       const body = { ok: false, store: deps.store.kind, error: (error as Error).message }
       return c.json(body, 503, { 'retry-after': '1' })

@@ -223,7 +223,7 @@ async function run(
     place: prepared.place,
     signal: input.signal,
     recall: prepared.recall ? deps.recall : null,
-    upstream: deps.upstream,
+    upstream: deps.upstream.forPath(door.path),
     store: deps.store,
     rules: deps.rules,
     log: deps.log,

@@ -52,6 +52,10 @@ export type Upstream = {
    * (body timeout → upstream_timeout, socket closed → upstream_unreachable, abort → AbortError).
    */
   mapError(error: unknown, signal?: AbortSignal): unknown
+  /** The upstream that serves requests below `path` ('/messages', '/responses/…'): itself here. */
+  forPath(path: string): Upstream
+  /** Where it points, without credentials: one line per route, for healthz and start-up. */
+  describe(): { readonly route: string; readonly url: string }[]
   /** Lets in-flight requests finish, then closes the idle connections. */
   close(): Promise<void>
 }
@@ -123,7 +127,14 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     }
   }
 
-  return { send, mapError, close: () => pool.close() }
+  const upstream: Upstream = {
+    send,
+    mapError,
+    forPath: () => upstream,
+    describe: () => [{ route: '*', url: target.displayUrl }],
+    close: () => pool.close(),
+  }
+  return upstream
 }
 
 function forwardableHeaders(headers: Record<string, string>): Record<string, string> {

@@ -7,3 +7,4 @@ export {
   type UpstreamResponse,
 } from './client.js'
 export { isAbortError, toAbortError } from './errors.js'
+export { routedUpstream, type UpstreamRoute } from './routes.js'
