@@ -20,10 +20,24 @@ export interface Actions {
   diffs: number
   /** Results of known agent tools the proxy did not recognise (the agent's output drifted). */
   unrecognised: number
+  /** Over new results shorter upstream than from the agent: characters saved, as /stats counts. */
+  savedChars: number
+  /** The same results' o200k tokens saved, counted: what `savedChars / 4` estimates. */
+  savedTokens: number
 }
 
 export function noActions(): Actions {
-  return { results: 0, stubs: 0, dedupes: 0, caps: 0, elidedLines: 0, diffs: 0, unrecognised: 0 }
+  return {
+    results: 0,
+    stubs: 0,
+    dedupes: 0,
+    caps: 0,
+    elidedLines: 0,
+    diffs: 0,
+    unrecognised: 0,
+    savedChars: 0,
+    savedTokens: 0,
+  }
 }
 
 export function addActions(into: Actions, more: Actions): void {
@@ -34,6 +48,37 @@ export function addActions(into: Actions, more: Actions): void {
   into.elidedLines += more.elidedLines
   into.diffs += more.diffs
   into.unrecognised += more.unrecognised
+  into.savedChars += more.savedChars
+  into.savedTokens += more.savedTokens
+}
+
+/**
+ * Characters and o200k tokens saved on the new results of a request: each new tool message as
+ * the agent sent it against its rendering upstream, where the rendering is the shorter.
+ */
+export function savedOnResults(
+  client: readonly unknown[],
+  sent: readonly unknown[],
+  known: ReadonlySet<string>,
+  tokens: (text: string) => number,
+): Pick<Actions, 'savedChars' | 'savedTokens'> {
+  const agent = new Map<string, string>()
+  for (const message of client)
+    if (isRecord(message) && message.role === 'tool' && typeof message.tool_call_id === 'string')
+      agent.set(message.tool_call_id, firstText(message.content))
+  let savedChars = 0
+  let savedTokens = 0
+  for (const message of sent) {
+    if (!isRecord(message) || message.role !== 'tool' || typeof message.tool_call_id !== 'string')
+      continue
+    const original = agent.get(message.tool_call_id)
+    if (original === undefined || known.has(message.tool_call_id)) continue
+    const rendering = firstText(message.content)
+    if (rendering.length >= original.length) continue
+    savedChars += original.length - rendering.length
+    savedTokens += Math.max(0, tokens(original) - tokens(rendering))
+  }
+  return { savedChars, savedTokens }
 }
 
 /** A reader of renderings, built from the spec's texts. */

@@ -24,6 +24,7 @@ import {
   actionReader,
   addActions,
   noActions,
+  savedOnResults,
   standInCounter,
   toolCallIds,
   type Actions,
@@ -228,6 +229,9 @@ export async function replay(
       const sentMessages = messagesOf(proxied.body)
       const actions = {
         ...readActions(sentMessages, state.knownTools),
+        ...savedOnResults(clientMessages, sentMessages, state.knownTools, (text) =>
+          counter.count(text),
+        ),
         unrecognised: stats.snapshot().totals.unrecognised - unrecognisedBefore,
       }
       state.knownTools = toolCallIds(sentMessages)

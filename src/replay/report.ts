@@ -78,6 +78,17 @@ export function formatReport(report: ReplayReport): string {
       ]),
     ),
   )
+  const saved = report.total.actions
+  if (saved.savedChars > 0) {
+    const estimate = saved.savedChars / 4
+    const off = saved.savedTokens > 0 ? (estimate / saved.savedTokens - 1) * 100 : 0
+    out.push(
+      '',
+      `Saved on new results: ${int(saved.savedChars)} characters; /stats estimates ` +
+        `${int(Math.round(estimate))} tokens (characters / 4), o200k counts ` +
+        `${int(saved.savedTokens)} (the estimate is ${Math.abs(off).toFixed(0)}% ${off >= 0 ? 'over' : 'under'})`,
+    )
+  }
   const failed = report.sessions.flatMap((session) =>
     session.requests.filter((request) => request.error !== undefined),
   )

@@ -25,6 +25,11 @@ export class TokenCounter {
 
   constructor(private readonly maxCachedTokens = 50_000_000) {}
 
+  /** The o200k tokens of one text (not cached: each is counted once). */
+  count(text: string): number {
+    return encode(text, ENCODE_OPTIONS).length
+  }
+
   /** The tools (one unit, first) and the messages of a chat body. */
   sequence(body: { readonly messages?: unknown; readonly tools?: unknown }): TokenSequence {
     const units: string[] = []

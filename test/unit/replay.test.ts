@@ -150,6 +150,13 @@ describe('replay input', () => {
     // The recorded CLIs' results were all recognised: no drift.
     assert.match(text, / unrecog\.$/m)
     assert.equal(json.total.actions.unrecognised, 0)
+    // The saved-tokens estimate of /stats against o200k's count, on the same results.
+    assert.ok(json.total.actions.savedTokens > 0, 'tokens counted')
+    assert.ok(json.total.actions.savedChars > json.total.actions.savedTokens, 'chars')
+    assert.match(
+      text,
+      /^Saved on new results: [\d,]+ characters; \/stats estimates [\d,]+ tokens \(characters \/ 4\), o200k counts [\d,]+ \(the estimate is \d+% (over|under)\)$/m,
+    )
     assert.equal(json.options.cacheWritePremium, 0)
   })
 
@@ -399,7 +406,9 @@ describe('the elided side', () => {
   const lines = () => generateTrace({ steps: 30, seed: 1 })
   let oneBatch: ReplayOptions | undefined
   async function ONE_BATCH_OPTIONS(): Promise<ReplayOptions> {
-    for (const threshold of [12_000, 10_000, 8_000, 6_000, 4_000]) {
+    for (const threshold of [
+      40_000, 30_000, 24_000, 20_000, 16_000, 12_000, 10_000, 8_000, 6_000,
+    ]) {
       const options = { ...DEFAULT_OPTIONS, elide: { threshold, keep: 4, horizon: 12 } }
       const report = await replay([{ name: 'generated', lines: lines() }], options)
       const { elided, proxy } = report.total.sides
