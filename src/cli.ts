@@ -38,6 +38,7 @@ async function run(config: Config): Promise<void> {
   const workspace = config.workspace.length > 0 ? await openWorkspace(config.workspace) : undefined
   const store = await createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
     idleTtlMs: config.idleTtlMs,
+    cacheBytes: config.storeCacheBytes,
   })
   const toUpstream = (baseUrl: string) =>
     createUpstream({
@@ -53,11 +54,15 @@ async function run(config: Config): Promise<void> {
   const upstream = routedUpstream(toUpstream(config.upstream), routes)
   const recorder = config.record ? openRecorder(config.record, log) : undefined
   const stats = createStats()
+  const settings = pipelineSettings(loop, {
+    sessionHeader: config.sessionHeader,
+    elide: elideSettings(config, loop),
+    spliceBytes: config.spliceCacheBytes,
+  })
+  stats.watchCache('splice', () => settings.splice.bytes)
+  stats.watchCache('store', () => store.memory?.() ?? 0)
   const app = createApp({
-    ...pipelineSettings(loop, {
-      sessionHeader: config.sessionHeader,
-      elide: elideSettings(config, loop),
-    }),
+    ...settings,
     store: timedStore(store, stats),
     stats,
     upstream,

@@ -65,6 +65,16 @@ export const FLAGS = {
     default: '30000',
     help: 'a client connection that has not sent a whole request head in this time is closed',
   },
+  'store-cache-mb': {
+    env: 'LEMBAS_STORE_CACHE_MB',
+    default: '64',
+    help: 'memory for stored values read once and reused (least recently used dropped first)',
+  },
+  'splice-cache-mb': {
+    env: 'LEMBAS_SPLICE_CACHE_MB',
+    default: '64',
+    help: 'memory for the upstream history of recent sessions, so a next request parses only what is new',
+  },
   'max-body-mb': {
     env: 'LEMBAS_MAX_BODY_MB',
     default: '64',
@@ -144,6 +154,14 @@ const ConfigSchema = z.object({
   upstreamKeepaliveMs: z.coerce.number().int().positive(),
   maxConnections: z.coerce.number().int().positive(),
   headerTimeoutMs: z.coerce.number().int().positive(),
+  storeCacheBytes: z.coerce
+    .number()
+    .min(0)
+    .transform((mb) => Math.round(mb * 1024 * 1024)),
+  spliceCacheBytes: z.coerce
+    .number()
+    .min(0)
+    .transform((mb) => Math.round(mb * 1024 * 1024)),
   maxBodyBytes: z.coerce
     .number()
     .positive()
@@ -225,6 +243,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     upstreamKeepaliveMs: pick('upstream-keepalive-ms'),
     maxConnections: pick('max-connections'),
     headerTimeoutMs: pick('header-timeout-ms'),
+    storeCacheBytes: pick('store-cache-mb'),
+    spliceCacheBytes: pick('splice-cache-mb'),
     maxBodyBytes: pick('max-body-mb'),
     idleTtlMs: pick('idle-ttl-days'),
     logLevel: pick('log-level'),
@@ -247,6 +267,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       upstreamKeepaliveMs: 'upstream-keepalive-ms',
       maxConnections: 'max-connections',
       headerTimeoutMs: 'header-timeout-ms',
+      storeCacheBytes: 'store-cache-mb',
+      spliceCacheBytes: 'splice-cache-mb',
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',
       logLevel: 'log-level',

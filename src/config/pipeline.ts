@@ -6,8 +6,8 @@ import { loadLoop, loadPromptBlock } from './loop.js'
 import type { Loop } from './loop-schema.js'
 import { sessionSources } from './sessions.js'
 
-/** Characters of upstream history kept in memory for the fast path, over all sessions. */
-const SPLICE_CHARS = 64 * 1024 * 1024
+/** Bytes of upstream history kept in memory for the fast path, over all sessions (default). */
+export const SPLICE_BYTES = 64 * 1024 * 1024
 
 /** The elision settings, from the flags and loop.json; undefined (nothing elided) without --elide. */
 export function elideSettings(
@@ -35,7 +35,12 @@ export function elideSettings(
 /** What the pipeline takes from loop.json and the flags: one place, for the CLI and the tests. */
 export function pipelineSettings(
   loop: Loop,
-  options: { sessionHeader: string; elide?: ElideSettings | undefined },
+  options: {
+    sessionHeader: string
+    elide?: ElideSettings | undefined
+    /** `--splice-cache-mb`, in bytes. */
+    spliceBytes?: number
+  },
 ) {
   return {
     elide: options.elide,
@@ -45,7 +50,7 @@ export function pipelineSettings(
     recall: recallSetup(loop.proxy.recall),
     sessionSources: sessionSources(loop, options.sessionHeader),
     continueWithinMs: loop.proxy.sessions.continue_within_ms,
-    splice: new SpliceCache(SPLICE_CHARS),
+    splice: new SpliceCache(options.spliceBytes ?? SPLICE_BYTES),
     maxDepth: 512,
   }
 }

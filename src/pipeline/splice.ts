@@ -36,6 +36,11 @@ export class SpliceCache {
 
   constructor(private readonly maxBytes: number) {}
 
+  /** Bytes of remembered upstream history held, over all sessions (at most `maxBytes`). */
+  get bytes(): number {
+    return this.#bytes
+  }
+
   /** The remembered state whose bytes this request starts with, followed by more items or the end. */
   find(key: string, body: Buffer): SpliceState | undefined {
     for (const state of this.#byKey.get(key) ?? []) {

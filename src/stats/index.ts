@@ -80,6 +80,8 @@ export interface StatsCollector {
   snapshot(): StatsSnapshot
   /** Prometheus text exposition format. */
   metrics(): Promise<string>
+  /** Reports a bounded in-process cache's size in /metrics (`lembas_cache_bytes{cache}`). */
+  watchCache(name: string, bytes: () => number): void
 }
 
 /** Characters per token for the saved-tokens estimate. */
@@ -92,6 +94,7 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
   const totals = emptyFigures()
   const sessions = new Map<string, SessionFigures>()
   const unrecognisedByTool = new Map<string, number>()
+  const caches = new Map<string, () => number>()
   const registry = new Registry()
   const m = metricsOf(registry)
   // The longest the event loop was held between two scrapes: one request must not stall others.
@@ -149,7 +152,11 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
         sessions: [...sessions.values()].reverse().map((figures) => ({ ...figures })),
       }
     },
+    watchCache(name, bytes) {
+      caches.set(name, bytes)
+    },
     metrics() {
+      for (const [cache, bytes] of caches) m.cacheBytes.set({ cache }, bytes())
       m.loopBlock.set(delay.max / 1e9)
       delay.reset()
       return registry.metrics()
@@ -256,6 +263,12 @@ function metricsOf(registry: Registry) {
     cachedRatio: new Gauge({
       name: 'lembas_cached_token_ratio',
       help: 'Cached prompt tokens / prompt tokens, over all requests since start.',
+      registers,
+    }),
+    cacheBytes: new Gauge({
+      name: 'lembas_cache_bytes',
+      help: 'Bytes held by a bounded in-process cache (splice: recent histories; store: stored values).',
+      labelNames: ['cache'],
       registers,
     }),
     loopBlock: new Gauge({

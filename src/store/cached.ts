@@ -38,6 +38,11 @@ class Lru<V> {
     readonly now: () => number,
   ) {}
 
+  /** The (estimated) bytes of the entries held. */
+  get bytes(): number {
+    return this.#bytes
+  }
+
   get(key: string): V | undefined {
     const e = this.#entries.get(key)
     if (!e) return undefined
@@ -87,6 +92,7 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
 
   return {
     kind: inner.kind,
+    memory: () => lru.bytes,
     async get(scope, keys) {
       open()
       const out: (string | undefined)[] = []

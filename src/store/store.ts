@@ -29,8 +29,9 @@ export interface Store {
   /** One batched read: the write-once value of each key in the scope, or undefined. */
   get(scope: string, keys: readonly string[]): Promise<(string | undefined)[]>
   /**
-   * Set-if-absent for every entry, atomically as a batch. Returns, for each entry, the value the
-   * store holds afterwards: the entry's own when it was first, the earlier writer's otherwise.
+   * Set-if-absent for every entry, atomically as a batch (createStore splits a batch of more
+   * than 1,000 into such batches, last first: see chunked.ts). Returns, for each entry, the value
+   * the store holds afterwards: the entry's own when it was first, the earlier writer's otherwise.
    */
   putIfAbsent(
     scope: string,
@@ -50,5 +51,7 @@ export interface Store {
   getLatest(scope: string, key: string): Promise<string | undefined>
   /** Resolves when the store answers; rejects with LembasError('store_unavailable') otherwise. */
   ping(): Promise<void>
+  /** Bytes this process holds for the store (its read cache), where it keeps any. */
+  memory?(): number
   close(): Promise<void>
 }
