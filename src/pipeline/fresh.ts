@@ -1,5 +1,6 @@
 import {
   DedupeTable,
+  formatId,
   renderResult,
   renderRewritten,
   type ContextRules,
@@ -54,7 +55,10 @@ export interface FreshInput {
 }
 
 /** What renderings saved in one request (see HistoryStats). */
-export type Savings = Pick<HistoryStats, 'dedupes' | 'caps' | 'charsSaved' | 'unrecognised'>
+export type Savings = Pick<
+  HistoryStats,
+  'dedupes' | 'caps' | 'charsSaved' | 'unrecognised' | 'results'
+>
 
 /**
  * Gives new tool messages their ids and renderings, in message order: the dedupe table and the
@@ -108,6 +112,7 @@ export async function renderFresh(
       ]
     }
     const rendering = withTrailer(bare, trailer)
+    noteResult(savings, number, bare, body, rewrite ? 'rewritten' : facts?.call.kind, deps.rules)
     const record = toolRecord(tool.message, number, rendering, facts, prev)
     for (const view of facts?.views ?? [])
       writes.push([keys.file(view.sha256), wellFormed(view.content)])
@@ -213,6 +218,47 @@ class InOrder {
       : { text: renderRewritten(number, text, deps.rules), read: rewrite?.read }
     return { rendering, facts }
   }
+}
+
+/** A new result as rendered: its id, what it was shown as, its size before and after. */
+export interface NewResult {
+  readonly id: string
+  readonly kind: string
+  readonly charsBefore: number
+  readonly charsAfter: number
+}
+
+/** New results a request reports, its last ones: enough for a dashboard, bounded. */
+export const RECENT_RESULTS = 50
+
+/** Keeps the request's last new results for the stats: id, how it was shown, sizes. */
+function noteResult(
+  savings: Savings,
+  number: number,
+  rendering: Rendering,
+  text: string,
+  kind: string | undefined,
+  rules: ContextRules,
+): void {
+  const shown = rendering.stub
+    ? kind === 'read'
+      ? 'read: unchanged'
+      : 'same result'
+    : rendering.text.length < text.length && (kind === 'other' || kind === 'listing')
+      ? `${kind === 'other' ? 'output' : 'listing'}: capped`
+      : kind === 'edit' || kind === 'patch'
+        ? `${kind}: diff`
+        : kind === 'other'
+          ? 'output'
+          : (kind ?? 'output')
+  const results = (savings.results ??= [])
+  results.push({
+    id: formatId(number, rules.ids.digits),
+    kind: shown,
+    charsBefore: text.length,
+    charsAfter: rendering.text.length,
+  })
+  if (results.length > RECENT_RESULTS) results.shift()
 }
 
 /** A rendering, its stub's full form too, with the agent's trailer after it. */

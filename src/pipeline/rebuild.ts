@@ -9,7 +9,14 @@ import type { Workspace } from '../workspace/index.js'
 import { withText, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
 import { pacer } from '../pace/index.js'
-import { addShown, renderFresh, type CallIdRecord, type Fresh, type Savings } from './fresh.js'
+import {
+  addShown,
+  renderFresh,
+  type CallIdRecord,
+  type Fresh,
+  type NewResult,
+  type Savings,
+} from './fresh.js'
 
 export interface HistoryDeps {
   readonly store: Store
@@ -34,6 +41,8 @@ export interface HistoryStats {
   elided?: number
   /** New results of known agent tools not answered as their profile expects (agent drift). */
   unrecognised?: Unrecognised[]
+  /** The request's last new results (at most RECENT_RESULTS): the dashboard's latest ones. */
+  results?: NewResult[]
 }
 
 /** A known tool's result that was not as expected: the tool, and what was expected of it. */

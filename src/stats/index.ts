@@ -12,9 +12,30 @@ export interface RebuildCounts {
   readonly caps: number
   readonly charsSaved: number
   readonly spliced?: number
+  /** The request's last new results: id, how each was shown, characters before and after. */
+  readonly results?: readonly NewResultFigure[]
   /** Results of known agent tools not answered as their profile expects: the tool, what was expected. */
   readonly unrecognised?: readonly { readonly tool: string; readonly expected: string }[]
 }
+
+/** A new result as the dashboard lists it. */
+export interface NewResultFigure {
+  readonly id: string
+  readonly kind: string
+  readonly charsBefore: number
+  readonly charsAfter: number
+}
+
+/** A recent request that rendered new results. */
+export interface RecentRequest {
+  readonly at: string
+  readonly session: string | undefined
+  readonly door: string
+  readonly results: readonly NewResultFigure[]
+}
+
+/** Recent requests with new results that /stats lists, newest first. */
+const RECENT_REQUESTS = 20
 
 /** One finished request, as the pipeline saw it. */
 export interface FinishedRequest {
@@ -69,6 +90,8 @@ export interface StatsSnapshot {
   readonly totals: Figures
   /** `totals.unrecognised` by tool name. */
   readonly unrecognisedByTool: Record<string, number>
+  /** The latest requests that rendered new results (at most 20, newest first): the results. */
+  readonly recent: readonly RecentRequest[]
   /** Most recently active first; at most `maxSessions`. */
   readonly sessions: SessionFigures[]
 }
@@ -95,6 +118,7 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
   const sessions = new Map<string, SessionFigures>()
   const unrecognisedByTool = new Map<string, number>()
   const caches = new Map<string, () => number>()
+  const recent: RecentRequest[] = []
   const registry = new Registry()
   const m = metricsOf(registry)
   // The longest the event loop was held between two scrapes: one request must not stall others.
@@ -129,6 +153,15 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
         m.charsSaved.inc(rebuild.charsSaved)
         m.tokensSaved.inc(rebuild.charsSaved / CHARS_PER_TOKEN)
         if (rebuild.spliced) m.spliced.inc()
+        if (rebuild.results?.length) {
+          recent.unshift({
+            at: new Date().toISOString(),
+            session: request.session,
+            door: request.door,
+            results: rebuild.results,
+          })
+          recent.length = Math.min(recent.length, RECENT_REQUESTS)
+        }
         for (const { tool } of rebuild.unrecognised ?? []) {
           m.unrecognised.inc({ tool })
           unrecognisedByTool.set(tool, (unrecognisedByTool.get(tool) ?? 0) + 1)
@@ -149,6 +182,7 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
         since,
         totals: { ...totals },
         unrecognisedByTool: Object.fromEntries(unrecognisedByTool),
+        recent: [...recent],
         sessions: [...sessions.values()].reverse().map((figures) => ({ ...figures })),
       }
     },

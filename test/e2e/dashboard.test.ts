@@ -15,6 +15,10 @@ import { after, before, test } from 'node:test'
 import { inflateSync } from 'node:zlib'
 import { chromium, type BrowserContext } from 'playwright-core'
 import { dashboardHtml } from '../../src/http/dashboard.js'
+import { createStats, type StatsSnapshot } from '../../src/stats/index.js'
+import { createStore } from '../../src/store/index.js'
+import { startFakeUpstream } from '../helpers/fake-upstream.js'
+import { postChat, startProxy } from '../helpers/proxy.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const SECRET = 's3cret'
@@ -352,3 +356,65 @@ function decodePng(file: Buffer): { width: number; height: number; distinctColor
   }
   return { width, height, distinctColors: colors.size }
 }
+
+test('against a real proxy: the latest results panel fills from its /stats', async () => {
+  const upstream = await startFakeUpstream()
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+    stats: createStats(),
+  })
+  const context = await launch()
+  try {
+    const call = (id: string) => ({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: '{}' } }],
+    })
+    const seq = Array.from({ length: 1000 }, (_, i) => String(i + 1)).join('\n')
+    const reply = await postChat(
+      proxy.url,
+      {
+        model: 'm',
+        tools: [{ type: 'function', function: { name: 'Bash' } }],
+        messages: [
+          { role: 'user', content: 'count' },
+          call('a'),
+          { role: 'tool', tool_call_id: 'a', content: 'short' },
+          call('b'),
+          { role: 'tool', tool_call_id: 'b', content: seq },
+        ],
+      },
+      { 'x-session-id': 'dash' },
+    )
+    assert.equal(reply.status, 200)
+    const stats = (await (await fetch(proxy.url + '/stats')).json()) as StatsSnapshot
+    const page = context.pages()[0] ?? (await context.newPage())
+    await page.goto(`${proxy.url}/`)
+    await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 })
+    assert.equal(await page.isVisible('#results-empty'), false)
+    const rows = await page
+      .locator('#results-body tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+      )
+    const shown = stats.recent[0]!.results
+    assert.deepEqual(
+      rows.map((cells) => [cells[0], cells[1], cells[3], cells[4]]),
+      shown.map((r) => [
+        r.id,
+        r.kind,
+        r.charsBefore.toLocaleString('en-US'),
+        r.charsAfter.toLocaleString('en-US'),
+      ]),
+    )
+    assert.deepEqual(
+      shown.map((r) => r.kind),
+      ['output', 'output: capped'],
+    )
+  } finally {
+    await context.close()
+    await proxy.close()
+    await upstream.close()
+  }
+})

@@ -131,6 +131,31 @@ describe('stats and metrics', () => {
     assert.equal(snapshot.totals.upstreamErrors, 0)
   })
 
+  test('GET /stats lists the latest new results: id, how each was shown, sizes before and after', async () => {
+    const snapshot = (await (
+      await fetch(proxy.url + '/stats', { headers: AUTH })
+    ).json()) as StatsSnapshot
+    const agent = snapshot.sessions.find((s) => s.requests === 6)!
+    const results = snapshot.recent
+      .filter((r) => r.session === agent.session)
+      .reverse()
+      .flatMap((r) => r.results)
+    assert.deepEqual(
+      results.map((r) => [r.id, r.kind]),
+      [
+        ['#0001', 'read'],
+        ['#0002', 'read: unchanged'],
+        ['#0003', 'listing'],
+        ['#0004', 'same result'],
+        ['#0005', 'output: capped'],
+      ],
+    )
+    // The stub, the "same result" and the capped output are shorter than the tool's text.
+    for (const r of [results[1]!, results[3]!, results[4]!])
+      assert.ok(r.charsAfter < r.charsBefore, `${r.id} shrank`)
+    assert.equal(snapshot.recent[0]!.door, 'chat')
+  })
+
   test('GET /metrics is Prometheus text with the metric names', async () => {
     const response = await fetch(proxy.url + '/metrics', { headers: AUTH })
     assert.equal(response.status, 200)
