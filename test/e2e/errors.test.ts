@@ -216,7 +216,11 @@ describe('errors reach the client in the OpenAI shape', () => {
   test('healthz answers 200 while the store answers', async () => {
     const response = await fetch(proxy.url + '/healthz')
     assert.equal(response.status, 200)
-    assert.deepEqual(await response.json(), { ok: true, store: 'memory' })
+    assert.deepEqual(await response.json(), {
+      ok: true,
+      store: 'memory',
+      upstreams: [{ route: '*', url: upstream.url }],
+    })
   })
 })
 
