@@ -7,8 +7,9 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, test } from 'node:test'
+import { after, describe, test } from 'node:test'
 import { generateTrace } from '../../bench/traces/generate.js'
+import { syntheticTree } from '../helpers/synthetic-tree.js'
 import { FLAGS } from '../../src/config/flags.js'
 import { packageRoot } from '../../src/config/loop.js'
 import { LembasError } from '../../src/errors.js'
@@ -401,25 +402,19 @@ test('a result of a known tool the proxy does not recognise is counted (unrecog.
 })
 
 describe('the elided side', () => {
-  // 30 generated steps over this repository's own files: the threshold at which old results
-  // pass it exactly once, early enough to pay, moves as the files change: found, not fixed.
-  const lines = () => generateTrace({ steps: 30, seed: 1 })
-  let oneBatch: ReplayOptions | undefined
-  async function ONE_BATCH_OPTIONS(): Promise<ReplayOptions> {
-    for (const threshold of [
-      40_000, 30_000, 24_000, 20_000, 16_000, 12_000, 10_000, 8_000, 6_000,
-    ]) {
-      const options = { ...DEFAULT_OPTIONS, elide: { threshold, keep: 4, horizon: 12 } }
-      const report = await replay([{ name: 'generated', lines: lines() }], options)
-      const { elided, proxy } = report.total.sides
-      if (report.total.elisions.batches === 1 && elided.cost < proxy.cost)
-        return (oneBatch ??= options)
-    }
-    throw new Error('no threshold gives one batch')
+  // 30 generated steps over a project of fixed content (this repository's own files would change
+  // the session with every edit): with these settings old results pass the threshold once, early
+  // enough to pay (one batch from 18,000 to 22,000 tokens).
+  const tree = syntheticTree()
+  after(() => rmSync(tree, { recursive: true, force: true }))
+  const lines = () => generateTrace({ steps: 30, seed: 1, tree })
+  const ONE_BATCH: ReplayOptions = {
+    ...DEFAULT_OPTIONS,
+    elide: { threshold: 20_000, keep: 2, horizon: 12 },
   }
 
   test('one batch: fewer tokens than the proxy, one more break, then the same prefix again', async () => {
-    const report = await replay([{ name: 'generated', lines: lines() }], await ONE_BATCH_OPTIONS())
+    const report = await replay([{ name: 'generated', lines: lines() }], ONE_BATCH)
     const { totals, requests } = report.sessions[0]!
     const { proxy, elided, client } = totals.sides
     assert.equal(totals.failed, 0)
@@ -448,7 +443,6 @@ describe('the elided side', () => {
   })
 
   test('a cache-write premium prices every side higher, and weighs in the batch', async () => {
-    const ONE_BATCH = oneBatch ?? (await ONE_BATCH_OPTIONS())
     const plain = await replay([{ name: 'generated', lines: lines() }], ONE_BATCH)
     const options = { ...ONE_BATCH, cacheWritePremium: 0.25 }
     const write = await replay([{ name: 'generated', lines: lines() }], options)
