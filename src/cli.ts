@@ -12,6 +12,7 @@ import { createRecorder } from './record/recorder.js'
 import { runReplay } from './replay/command.js'
 import { runStats } from './stats/command.js'
 import { createStats } from './stats/index.js'
+import { keepStats } from './stats/persist.js'
 import { timedStore } from './stats/store.js'
 import { createStore, defaultSqlitePath } from './store/index.js'
 import { createUpstream, routedUpstream } from './upstream/index.js'
@@ -54,6 +55,10 @@ async function run(config: Config): Promise<void> {
   const upstream = routedUpstream(toUpstream(config.upstream), routes)
   const recorder = config.record ? openRecorder(config.record, log) : undefined
   const stats = createStats()
+  const keeper =
+    config.stats === 'store' && store.kind !== 'memory'
+      ? await keepStats(stats, store, `${config.host}:${config.port}`, log)
+      : undefined
   const settings = pipelineSettings(loop, {
     sessionHeader: config.sessionHeader,
     elide: elideSettings(config, loop),
@@ -101,6 +106,7 @@ async function run(config: Config): Promise<void> {
   const stop = async (signal: string) => {
     log.info('stopping', { signal })
     server.close()
+    await keeper?.flush()
     await Promise.allSettled([upstream.close(), store.close(), recorder?.close()])
     process.exit(0)
   }

@@ -65,6 +65,11 @@ export const FLAGS = {
     default: '30000',
     help: 'a client connection that has not sent a whole request head in this time is closed',
   },
+  stats: {
+    env: 'LEMBAS_STATS',
+    default: 'store',
+    help: 'store: /stats figures go on over a restart (kept in the store every 10 s); memory: from zero',
+  },
   'store-cache-mb': {
     env: 'LEMBAS_STORE_CACHE_MB',
     default: '64',
@@ -154,6 +159,7 @@ const ConfigSchema = z.object({
   upstreamKeepaliveMs: z.coerce.number().int().positive(),
   maxConnections: z.coerce.number().int().positive(),
   headerTimeoutMs: z.coerce.number().int().positive(),
+  stats: z.enum(['store', 'memory']),
   storeCacheBytes: z.coerce
     .number()
     .min(0)
@@ -243,6 +249,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     upstreamKeepaliveMs: pick('upstream-keepalive-ms'),
     maxConnections: pick('max-connections'),
     headerTimeoutMs: pick('header-timeout-ms'),
+    stats: pick('stats'),
     storeCacheBytes: pick('store-cache-mb'),
     spliceCacheBytes: pick('splice-cache-mb'),
     maxBodyBytes: pick('max-body-mb'),

@@ -105,6 +105,18 @@ export interface StatsCollector {
   metrics(): Promise<string>
   /** Reports a bounded in-process cache's size in /metrics (`lembas_cache_bytes{cache}`). */
   watchCache(name: string, bytes: () => number): void
+  /** The figures worth keeping over a restart, and how many requests they have seen. */
+  saved(): SavedStats
+  /** Goes on from figures saved by an earlier process (before any request is recorded). */
+  restore(saved: SavedStats): void
+}
+
+/** What `--stats store` keeps in the store: /stats' figures, not the recent list or metrics. */
+export interface SavedStats {
+  readonly since: string
+  readonly totals: Figures
+  readonly sessions: readonly SessionFigures[]
+  readonly unrecognisedByTool: Record<string, number>
 }
 
 /** Characters per token for the saved-tokens estimate. */
@@ -113,7 +125,7 @@ export const CHARS_PER_TOKEN = 4
 /** An in-process collector; sessions beyond `maxSessions` are dropped, least recent first. */
 export function createStats(options: { maxSessions?: number } = {}): StatsCollector {
   const maxSessions = options.maxSessions ?? 500
-  const since = new Date().toISOString()
+  let since = new Date().toISOString()
   const totals = emptyFigures()
   const sessions = new Map<string, SessionFigures>()
   const unrecognisedByTool = new Map<string, number>()
@@ -185,6 +197,24 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
         recent: [...recent],
         sessions: [...sessions.values()].reverse().map((figures) => ({ ...figures })),
       }
+    },
+    saved() {
+      return {
+        since,
+        totals: { ...totals },
+        sessions: [...sessions.values()].map((figures) => ({ ...figures })),
+        unrecognisedByTool: Object.fromEntries(unrecognisedByTool),
+      }
+    },
+    restore(saved) {
+      since = saved.since
+      Object.assign(totals, emptyFigures(), saved.totals)
+      sessions.clear()
+      for (const figures of saved.sessions.slice(-maxSessions))
+        sessions.set(figures.session, { ...emptyFigures(), ...figures })
+      unrecognisedByTool.clear()
+      for (const [tool, n] of Object.entries(saved.unrecognisedByTool ?? {}))
+        unrecognisedByTool.set(tool, n)
     },
     watchCache(name, bytes) {
       caches.set(name, bytes)

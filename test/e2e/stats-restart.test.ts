@@ -1,0 +1,61 @@
+/**
+ * `--stats store` (the default): /stats goes on over a restart of the real command line, from the
+ * figures kept in the store; `--stats memory` starts from zero.
+ */
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import type { StatsSnapshot } from '../../src/stats/index.js'
+import { startProxyCli, stopCli } from '../helpers/cli.js'
+import { startFakeUpstream } from '../helpers/fake-upstream.js'
+import { postChat } from '../helpers/proxy.js'
+
+test('the figures survive a restart on SQLite; --stats memory starts from zero', async () => {
+  const upstream = await startFakeUpstream()
+  const dir = mkdtempSync(join(tmpdir(), 'lembas-stats-'))
+  const store = `sqlite:${join(dir, 'store.db')}`
+  const snapshot = async (url: string) =>
+    (await (await fetch(url + '/stats')).json()) as StatsSnapshot
+  try {
+    const first = await startProxyCli(upstream.url, store)
+    for (const id of ['a', 'b'])
+      await postChat(
+        first.url,
+        {
+          model: 'm',
+          tools: [{ type: 'function', function: { name: 'Bash' } }],
+          messages: [
+            { role: 'user', content: 'go' },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: '{}' } }],
+            },
+            { role: 'tool', tool_call_id: id, content: `out ${id}` },
+          ],
+        },
+        { 'x-session-id': `kept-${id}` },
+      )
+    const before = await snapshot(first.url)
+    assert.equal(before.totals.requests, 2)
+    await stopCli(first) // SIGTERM: the figures are written on the way out
+    const again = await startProxyCli(upstream.url, store)
+    const after = await snapshot(again.url)
+    assert.equal(after.totals.requests, 2)
+    assert.equal(after.totals.newResults, 2)
+    assert.equal(after.since, before.since)
+    assert.deepEqual(
+      after.sessions.map((s) => [s.session, s.requests]).sort(),
+      before.sessions.map((s) => [s.session, s.requests]).sort(),
+    )
+    await stopCli(again)
+    const fresh = await startProxyCli(upstream.url, store, ['--stats', 'memory'])
+    assert.equal((await snapshot(fresh.url)).totals.requests, 0)
+    await stopCli(fresh)
+  } finally {
+    await upstream.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
