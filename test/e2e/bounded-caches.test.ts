@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { startProxyCli, stopCli } from '../helpers/cli.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
+import { chatWithResults, postChat } from '../helpers/proxy.js'
 
 test('--splice-cache-mb and --store-cache-mb bound the caches; /metrics shows their bytes', async () => {
   const upstream = await startFakeUpstream()
@@ -25,27 +26,10 @@ test('--splice-cache-mb and --store-cache-mb bound the caches; /metrics shows th
     // Twenty sessions of ~100 KB each: about 2 MB of history and results, four times the budgets.
     for (let s = 0; s < 20; s++) {
       const output = `session ${s}\n` + 'y'.repeat(99).concat('\n').repeat(1000)
-      const reply = await fetch(proxy.url + '/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-session-id': `cache-${s}` },
-        body: JSON.stringify({
-          model: 'm',
-          tools: [{ type: 'function', function: { name: 'Bash' } }],
-          messages: [
-            { role: 'user', content: 'go' },
-            {
-              role: 'assistant',
-              content: null,
-              tool_calls: [
-                { id: `c${s}`, type: 'function', function: { name: 'Bash', arguments: '{}' } },
-              ],
-            },
-            { role: 'tool', tool_call_id: `c${s}`, content: output },
-          ],
-        }),
+      const reply = await postChat(proxy.url, chatWithResults([{ id: `c${s}`, output }]), {
+        'x-session-id': `cache-${s}`,
       })
       assert.equal(reply.status, 200)
-      await reply.text()
       const now = await sizes()
       assert.ok(now.splice <= 512 * 1024, `splice ${now.splice}`)
       assert.ok(now.store <= 512 * 1024, `store ${now.store}`)

@@ -10,7 +10,7 @@ import { test } from 'node:test'
 import type { StatsSnapshot } from '../../src/stats/index.js'
 import { startProxyCli, stopCli } from '../helpers/cli.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
-import { postChat } from '../helpers/proxy.js'
+import { chatWithResults, postChat } from '../helpers/proxy.js'
 
 test('the figures survive a restart on SQLite; --stats memory starts from zero', async () => {
   const upstream = await startFakeUpstream()
@@ -21,23 +21,9 @@ test('the figures survive a restart on SQLite; --stats memory starts from zero',
   try {
     const first = await startProxyCli(upstream.url, store)
     for (const id of ['a', 'b'])
-      await postChat(
-        first.url,
-        {
-          model: 'm',
-          tools: [{ type: 'function', function: { name: 'Bash' } }],
-          messages: [
-            { role: 'user', content: 'go' },
-            {
-              role: 'assistant',
-              content: null,
-              tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: '{}' } }],
-            },
-            { role: 'tool', tool_call_id: id, content: `out ${id}` },
-          ],
-        },
-        { 'x-session-id': `kept-${id}` },
-      )
+      await postChat(first.url, chatWithResults([{ id, output: `out ${id}` }]), {
+        'x-session-id': `kept-${id}`,
+      })
     const before = await snapshot(first.url)
     assert.equal(before.totals.requests, 2)
     await stopCli(first) // SIGTERM: the figures are written on the way out

@@ -119,3 +119,24 @@ export function sseData(text: string): string[] {
         .join('\n'),
     )
 }
+
+/** A chat request whose one assistant turn called Bash once per result, with the results after. */
+export function chatWithResults(results: readonly { id: string; output: string }[]) {
+  return {
+    model: 'm',
+    tools: [{ type: 'function', function: { name: 'Bash' } }],
+    messages: [
+      { role: 'user', content: 'go' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: results.map(({ id }) => ({
+          id,
+          type: 'function',
+          function: { name: 'Bash', arguments: '{}' },
+        })),
+      },
+      ...results.map(({ id, output }) => ({ role: 'tool', tool_call_id: id, content: output })),
+    ],
+  }
+}
