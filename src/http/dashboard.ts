@@ -44,11 +44,13 @@ input, button {
   border-radius: 6px; padding: 4px 8px;
 }
 button { cursor: pointer; background: var(--accent); border-color: var(--accent); color: var(--bg); }
-main { padding: 20px 24px 40px; max-width: 1200px; margin: 0 auto; display: grid; gap: 20px; }
+main { padding: 20px 24px 40px; max-width: 1200px; margin: 0 auto; display: grid; gap: 20px; grid-template-columns: minmax(0, 1fr); }
+@media (max-width: 600px) { main { padding: 12px 10px 24px; } header { padding: 10px 12px; } }
 .banner { padding: 10px 14px; border-radius: 8px; font-weight: 500; }
 .banner.warn { background: var(--warn-bg); color: var(--warn); }
 .banner.err { background: var(--err-bg); color: var(--err); }
-.totals { display: grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px; }
+.totals { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 12px; }
+.card { min-width: 0; }
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px; }
 .card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .card .value { font-size: 24px; font-weight: 650; margin-top: 4px; font-variant-numeric: tabular-nums; }

@@ -412,6 +412,18 @@ test('against a real proxy: the latest results panel fills from its /stats', asy
       shown.map((r) => r.kind),
       ['output', 'output: capped'],
     )
+    // No horizontal scrollbar on a laptop or a phone: wide tables scroll inside their panel.
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      await page.setViewportSize(viewport)
+      // A string, run in the page: this file is type-checked without the DOM's types.
+      const width = (await page.evaluate(
+        '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+      )) as { scroll: number; client: number }
+      assert.ok(width.scroll <= width.client, `${viewport.width}px: ${JSON.stringify(width)}`)
+    }
   } finally {
     await context.close()
     await proxy.close()
