@@ -171,8 +171,8 @@ const JS = `
       if (!isObj(s)) return;
       var u = usageOf(s);
       var tr = row([
-        [text(pick(s, 'id', 'session', 'sessionId')), 'id'],
-        [text(pick(s, 'scope', 'kind'))],
+        [text(pick(s, 'title') || pick(s, 'id', 'session', 'sessionId')), pick(s, 'title') ? '' : 'id'],
+        [text(pick(s, 'scope', 'kind') || [pick(s, 'agent'), pick(s, 'model'), pick(s, 'door')].filter(Boolean).join(' · ') || undefined)],
         [fmtInt(pickNum(s, 'requests', 'requestCount')), 'num'],
         [fmtInt(pickNum(s, 'newResults', 'new_results', 'results')), 'num'],
         [fmtInt(pickNum(s, 'stubs')), 'num'],

@@ -9,6 +9,7 @@ import {
 import { isAbortError } from '../upstream/index.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
 import type { Door } from './door.js'
+import { sessionLabel, type SessionLabel } from '../stats/label.js'
 import type { SessionRef } from '../session/find.js'
 import { bodyBytes } from './body.js'
 import { completeAnswer, send, streamAnswer, type Turn } from './loop.js'
@@ -91,6 +92,7 @@ interface Seen {
   /** Read at the end: a recall may create the session's scope. */
   session?: SessionRef | undefined
   rebuild?: RebuildCounts | undefined
+  label?: SessionLabel | undefined
   stream: boolean
   messages: number
   meter: Meter
@@ -161,6 +163,7 @@ function finished(
     timings: meter.timings,
     recalls: meter.recalls,
     upstreamError: failed,
+    label: seen.label,
   })
 }
 
@@ -181,6 +184,7 @@ async function run(
     deps,
   )
   seen.stream = door.stream(prepared.request)
+  seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
   if (prepared.kind === 'plain') {
     // No tools: no tool results to shape and no recall to offer.
     const response = await deps.upstream.send({

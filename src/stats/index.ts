@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { SessionLabel } from './label.js'
 import { upstreamUsage, type UpstreamUsage } from './usage.js'
 
 export { upstreamUsage, type UpstreamUsage } from './usage.js'
@@ -56,6 +57,8 @@ export interface FinishedRequest {
   readonly recalls: number
   /** The upstream failed: an error status, unreachable, a timeout or a broken stream. */
   readonly upstreamError: boolean
+  /** What the session is recognised by: agent, model, first words. */
+  readonly label?: SessionLabel | undefined
 }
 
 /** Totals for one session, or for the whole process. */
@@ -83,6 +86,11 @@ export interface SessionFigures extends Figures {
   readonly session: string
   firstSeen: string
   lastSeen: string
+  /** The door, agent, model and first words the session began with (see label.ts). */
+  door?: string
+  agent?: string
+  model?: string
+  title?: string
 }
 
 export interface StatsSnapshot {
@@ -146,7 +154,15 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
         let figures = sessions.get(request.session)
         if (figures) sessions.delete(request.session)
         else
-          figures = { session: request.session, firstSeen: now, lastSeen: now, ...emptyFigures() }
+          figures = {
+            session: request.session,
+            firstSeen: now,
+            lastSeen: now,
+            door: request.door,
+            ...emptyFigures(),
+          }
+        // Named by its first request that says: the first words it began with.
+        if (figures.title === undefined && request.label) Object.assign(figures, request.label)
         figures.lastSeen = now
         add(figures, request, usage)
         sessions.set(request.session, figures)

@@ -412,6 +412,10 @@ test('against a real proxy: the latest results panel fills from its /stats', asy
       shown.map((r) => r.kind),
       ['output', 'output: capped'],
     )
+    // The session row is named by its first words, and says its agent, model and door.
+    const session = await page.locator('#sessions-body tr td').allTextContents()
+    assert.equal(session[0], 'count')
+    assert.match(session[1]!, /· m · chat$/)
     // No horizontal scrollbar on a laptop or a phone: wide tables scroll inside their panel.
     for (const viewport of [
       { width: 1280, height: 800 },

@@ -109,6 +109,10 @@ describe('stats and metrics', () => {
     const [llama, agent] = snapshot.sessions as [SessionFigures, SessionFigures]
     assert.ok(!JSON.stringify(snapshot).includes('CANARY'))
     assert.equal(agent.requests, 6)
+    // Named by what a person recognises: its first words, door, agent and model.
+    assert.equal(agent.title, 'Tidy app.ts')
+    assert.equal(agent.door, 'chat')
+    assert.equal(typeof agent.model, 'string')
     assert.equal(agent.newResults, 5)
     assert.equal(agent.dedupes, 2, 'the re-read and the second listing')
     assert.equal(agent.caps, 1, 'the long command')
