@@ -98,32 +98,11 @@ describe('the real Codex CLI through /v1/responses', () => {
   })
 
   test('codex exec runs a shell call; its output reaches the model with an id', async () => {
-    const run = promisify(execFile)(
-      codexBin,
-      [
-        'exec',
-        '--skip-git-repo-check',
-        '--dangerously-bypass-approvals-and-sandbox',
-        '-c',
-        'model_provider="lembas"',
-        '-c',
-        'model="gpt-5-codex"',
-        '-c',
-        'model_providers.lembas.name="lembas"',
-        '-c',
-        `model_providers.lembas.base_url="${proxy.url}/v1"`,
-        '-c',
-        'model_providers.lembas.wire_api="responses"',
-        '-c',
-        'model_providers.lembas.env_key="LEMBAS_TEST_KEY"',
-        'count to 600',
-      ],
-      {
-        cwd: home,
-        env: { ...process.env, CODEX_HOME: home, LEMBAS_TEST_KEY: 'test-key' },
-        timeout: 60_000,
-      },
-    )
+    const run = promisify(execFile)(codexBin, codexArgs(proxy.url, 'count to 600'), {
+      cwd: home,
+      env: { ...process.env, CODEX_HOME: home, LEMBAS_TEST_KEY: 'test-key' },
+      timeout: 60_000,
+    })
     run.child.stdin?.end()
     const { stdout } = await run
     assert.match(stdout, /Counted\./)

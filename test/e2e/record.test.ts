@@ -3,44 +3,21 @@
  * with no header and no key in the file; and the recording replayed by `lembas-proxy replay`.
  */
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { parseCommandLine } from '../../src/config/flags.js'
-import { packageRoot } from '../../src/config/loop.js'
 import { createLogger } from '../../src/log.js'
 import { createRecorder, redactedJson, REDACTED } from '../../src/record/recorder.js'
 import { runReplay } from '../../src/replay/command.js'
 import { chatCompletion, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { startCli } from '../helpers/cli.js'
 
 const HEADER_KEY = 'sk-header-0123456789abcdef'
 const BODY_KEY = 'sk-body-fedcba9876543210'
 const NESTED_KEY = 'nested-secret-value-42'
-
-async function startCli(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args],
-    {
-      env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
-  let stdout = ''
-  let stderr = ''
-  child.stderr!.on('data', (chunk) => (stderr += chunk))
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
-      stdout += chunk
-      const match = /^lembas-proxy listening on (http:\/\/\S+) -> /m.exec(stdout)
-      if (match) resolve({ child, url: match[1]! })
-    })
-    child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
-  })
-}
 
 function request(messages: unknown[]) {
   return {

@@ -5,7 +5,6 @@
  * (`--auth`, header x-lembas-auth) is required, compared, and never forwarded.
  */
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { request as httpRequest, type Server } from 'node:http'
 import {
@@ -24,7 +23,6 @@ import { after, before, describe, test } from 'node:test'
 import { serve } from '@hono/node-server'
 import { Redis } from 'ioredis'
 import { pipelineSettings } from '../../src/config/pipeline.js'
-import { packageRoot } from '../../src/config/loop.js'
 import { createApp } from '../../src/http/app.js'
 import { createLogger } from '../../src/log.js'
 import { createRecorder } from '../../src/record/recorder.js'
@@ -40,9 +38,9 @@ import {
 import { chatRequests, scriptedModel } from '../helpers/model.js'
 import { loop, postChat } from '../helpers/proxy.js'
 import { startRedis } from '../helpers/redis-server.js'
+import { startCli, type Running } from '../helpers/cli.js'
 
 const DAY = 86_400_000
-const REPO = packageRoot()
 const TOOLS = ['Bash', 'Read'].map((name) => ({
   type: 'function',
   function: { name, parameters: { type: 'object', properties: {} } },
@@ -617,34 +615,6 @@ function rawRequest(
     })
     request.on('error', reject)
     request.end(body)
-  })
-}
-
-interface Running {
-  readonly child: ChildProcess
-  readonly url: string
-  stderr(): string
-}
-
-async function startCli(args: string[], env: Record<string, string> = {}): Promise<Running> {
-  const child = spawn(process.execPath, ['--import', 'tsx', REPO + 'src/cli.ts', ...args], {
-    cwd: REPO,
-    env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const reap = (): void => void child.kill('SIGKILL')
-  process.once('exit', reap)
-  child.once('exit', () => process.off('exit', reap))
-  let stdout = ''
-  let stderr = ''
-  child.stderr!.on('data', (chunk) => (stderr += chunk))
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
-      stdout += chunk
-      const match = /^lembas-proxy listening on http:\/\/(\S+):(\d+) -> /m.exec(stdout)
-      if (match) resolve({ child, url: `http://127.0.0.1:${match[2]}`, stderr: () => stderr })
-    })
-    child.once('exit', (code, signal) => reject(new Error(`exited ${code ?? signal}: ${stderr}`)))
   })
 }
 

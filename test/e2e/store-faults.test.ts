@@ -24,6 +24,7 @@ import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.
 import { postChat, startProxy } from '../helpers/proxy.js'
 import { startRedis } from '../helpers/redis-server.js'
 import { makeProject } from '../helpers/workspace.js'
+import { startCli, type Running } from '../helpers/cli.js'
 
 const DAY = 86_400_000
 const REPO = packageRoot()
@@ -293,6 +294,7 @@ describe('store faults: SQLite', () => {
       const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
       const started = await startCli(
         ['--port', '0', '--upstream', 'http://127.0.0.1:9/v1', '--store', `sqlite:${file}`],
+        {},
         asNobody,
       ).then(
         (running) => ({ running }),
@@ -475,37 +477,6 @@ async function release(holder: ChildProcess): Promise<void> {
   const exited = once(holder, 'exit')
   holder.stdin!.end()
   await exited
-}
-
-interface Running {
-  readonly child: ChildProcess
-  readonly url: string
-}
-
-async function startCli(
-  args: string[],
-  user: { uid?: number; gid?: number } = {},
-): Promise<Running> {
-  const child = spawn(process.execPath, ['--import', 'tsx', REPO + 'src/cli.ts', ...args], {
-    cwd: REPO,
-    env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...user,
-  })
-  const reap = (): void => void child.kill('SIGKILL')
-  process.once('exit', reap)
-  child.once('exit', () => process.off('exit', reap))
-  let stdout = ''
-  let stderr = ''
-  child.stderr!.on('data', (chunk) => (stderr += chunk))
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (chunk) => {
-      stdout += chunk
-      const match = /^lembas-proxy listening on (http:\/\/\S+) -> /m.exec(stdout)
-      if (match) resolve({ child, url: match[1]! })
-    })
-    child.once('exit', (code, signal) => reject(new Error(`exited ${code ?? signal}: ${stderr}`)))
-  })
 }
 
 async function stopCli(running: Running, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {

@@ -11,26 +11,41 @@ export interface Running {
   stderr(): string
 }
 
-/** Starts `lembas-proxy ARGS` and resolves with its URL once it listens. */
-export async function startCli(args: string[], env: Record<string, string> = {}): Promise<Running> {
+/**
+ * Starts `lembas-proxy ARGS` (from the repository, with `env` over this process's and as `user`
+ * when given) and resolves with a loopback URL once it listens; a test process that exits first
+ * does not leave it behind.
+ */
+export async function startCli(
+  args: string[],
+  env: Record<string, string> = {},
+  user: { uid?: number; gid?: number } = {},
+): Promise<Running> {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args],
     {
+      cwd: packageRoot(),
       env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...user,
     },
   )
+  const reap = (): void => void child.kill('SIGKILL')
+  process.once('exit', reap)
+  child.once('exit', () => process.off('exit', reap))
   let stdout = ''
   let stderr = ''
   child.stderr!.on('data', (chunk) => (stderr += chunk))
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (chunk) => {
       stdout += chunk
-      const match = /^lembas-proxy listening on (http:\/\/\S+) -> (\S+)$/m.exec(stdout)
-      if (match) resolve({ child, url: match[1]!, stdout, stderr: () => stderr })
+      // Bound beyond loopback (0.0.0.0), it is still reached on loopback.
+      const match = /^lembas-proxy listening on http:\/\/(\S+):(\d+) -> (\S+)$/m.exec(stdout)
+      if (match)
+        resolve({ child, url: `http://127.0.0.1:${match[2]}`, stdout, stderr: () => stderr })
     })
-    child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)))
+    child.once('exit', (code, signal) => reject(new Error(`exited ${code ?? signal}: ${stderr}`)))
   })
 }
 
