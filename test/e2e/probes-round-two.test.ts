@@ -23,7 +23,7 @@ import {
 import { startProxyCli, stopCli } from '../helpers/cli.js'
 import { prefixViolations } from '../helpers/model.js'
 import { startRedis } from '../helpers/redis-server.js'
-import { startProxy } from '../helpers/proxy.js'
+import { chatWithResults, startProxy } from '../helpers/proxy.js'
 
 const DAY = 86_400_000
 
@@ -213,21 +213,7 @@ describe("newer-doors: bad input, 401 and 503 in each API's own shape", () => {
       await store.close()
       // Requests with a tool result: they need the store.
       const withTools: Record<string, unknown> = {
-        chat: {
-          model: 'm',
-          tools: [{ type: 'function', function: { name: 'Bash' } }],
-          messages: [
-            { role: 'user', content: 'hi' },
-            {
-              role: 'assistant',
-              content: null,
-              tool_calls: [
-                { id: 'c1', type: 'function', function: { name: 'Bash', arguments: '{}' } },
-              ],
-            },
-            { role: 'tool', tool_call_id: 'c1', content: 'out' },
-          ],
-        },
+        chat: chatWithResults([{ id: 'c1', output: 'out' }]),
         responses: {
           model: 'm',
           tools: [{ type: 'function', name: 'Bash' }],
