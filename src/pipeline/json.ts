@@ -1,12 +1,10 @@
 import { LembasError } from '../errors.js'
 import { pacer } from '../pace/index.js'
-import { arraySpan, skipSpace } from '../wire/json-scan.js'
+import { arraySpan, skipSpace, type MessagesSpan } from '../wire/json-scan.js'
 
 /** JSON of a client's request, refused past `maxDepth` levels or when it is not JSON. */
 export function parseJson(text: string, maxDepth: number): unknown {
-  if (Number.isFinite(maxDepth) && nestingDepth(text) > maxDepth) {
-    throw new LembasError('invalid_request', `the request nests deeper than ${maxDepth} levels`)
-  }
+  if (Number.isFinite(maxDepth) && nestingDepth(text) > maxDepth) throw tooDeep(maxDepth)
   try {
     return JSON.parse(text)
   } catch (error) {
@@ -15,6 +13,10 @@ export function parseJson(text: string, maxDepth: number): unknown {
       `the body is not valid JSON: ${withoutExcerpt((error as Error).message)}`,
     )
   }
+}
+
+function tooDeep(maxDepth: number): LembasError {
+  return new LembasError('invalid_request', `the request nests deeper than ${maxDepth} levels`)
 }
 
 /** JSON of an upstream answer; undefined when it is not JSON (it then goes on as it came). */
@@ -76,13 +78,12 @@ function depthScan(
 /** parseJson of a text too big to check in one go: the depth is counted in steps first. */
 async function parseJsonPaced(text: string, maxDepth: number): Promise<unknown> {
   if (text.length <= WHOLE_PARSE_BYTES) return parseJson(text, maxDepth)
-  if ((await nestingDepthPaced(text)) > maxDepth)
-    throw new LembasError('invalid_request', `the request nests deeper than ${maxDepth} levels`)
+  if ((await nestingDepthPaced(text)) > maxDepth) throw tooDeep(maxDepth)
   return parseJson(text, Number.POSITIVE_INFINITY)
 }
 
 /** Bodies up to this size are parsed in one go: ~5 ms a MB holds the event loop that long. */
-const WHOLE_PARSE_BYTES = 1 << 20
+export const WHOLE_PARSE_BYTES = 1 << 20
 
 /**
  * A request body, parsed so that no step holds the event loop for long: a large body's `key`
@@ -90,7 +91,16 @@ const WHOLE_PARSE_BYTES = 1 << 20
  * rest around it in one go. Any shape that does not fit is parsed whole, for its plain error.
  */
 export async function parseRequest(bytes: Buffer, key: string, maxDepth: number): Promise<unknown> {
-  const whole = () => parseJson(bytes.toString('utf8'), maxDepth)
+  return (await parseBody(bytes, key, maxDepth)).value
+}
+
+/** parseRequest, with the span of the `key` array when it was found on the way (a large body). */
+export async function parseBody(
+  bytes: Buffer,
+  key: string,
+  maxDepth: number,
+): Promise<{ readonly value: unknown; readonly span?: MessagesSpan }> {
+  const whole = () => ({ value: parseJson(bytes.toString('utf8'), maxDepth) })
   if (bytes.length <= WHOLE_PARSE_BYTES) return whole()
   const span = await arraySpan(bytes, key, Number.MAX_SAFE_INTEGER)
   if (!span) return whole()
@@ -100,7 +110,7 @@ export async function parseRequest(bytes: Buffer, key: string, maxDepth: number)
   // A second array of that name would be the one JSON.parse keeps: not ours to split.
   if (!isRecord(request) || !Array.isArray(request[key]) || request[key].length > 0) return whole()
   request[key] = await parseElements(bytes, span.arrayStart + 1, span.ends, maxDepth - 2)
-  return request
+  return { value: request, span }
 }
 
 /**

@@ -5,7 +5,7 @@ import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
 import { arraySpan, arrayTail } from '../wire/json-scan.js'
 import { buildBody, type UpstreamBody } from './body.js'
-import { parseElements, parseJson, parseRequest } from './json.js'
+import { parseBody, parseElements, parseJson, WHOLE_PARSE_BYTES } from './json.js'
 import type { HistoryStats } from './rebuild.js'
 import { isMarker, shapeItems, type ShapeDeps, type Shaped } from './shape.js'
 import type { SpliceCache } from './splice.js'
@@ -92,7 +92,8 @@ async function prepareWhole(
   now: number,
 ): Promise<Prepared> {
   const { door, bytes, headers } = input
-  const request = checked(door, await parseRequest(bytes, door.arrayKey, deps.maxDepth))
+  const parsed = await parseBody(bytes, door.arrayKey, deps.maxDepth)
+  const request = checked(door, parsed.value)
   if (!door.shaped(request)) return { kind: 'plain', request }
   const items = request[door.arrayKey] as Json[]
   const identity = identify(headers, door.identityFields(request), deps.sessionSources)
@@ -110,7 +111,9 @@ async function prepareWhole(
     deps,
   )
   if (!shaped) throw new Error('the full path always shapes')
-  const span = shaped.remember && (await arraySpan(bytes, door.arrayKey, door.holdback + 1))
+  // A large body's array was found while parsing: its span serves again.
+  const span =
+    shaped.remember && (parsed.span ?? (await arraySpan(bytes, door.arrayKey, door.holdback + 1)))
   if (span && shaped.remember) {
     const { covered, ...state } = shaped.remember
     const end = endOf(span.ends, items.length - covered, items.length, span.arrayStart + 1)
@@ -133,20 +136,6 @@ function endOf(ends: readonly number[], back: number, count: number, none: numbe
   return back >= count ? none : ends[ends.length - 1 - back]
 }
 
-/** The items a request appends (between `lastEnd` and the array's end), as an array. */
-async function parseAppended(
-  bytes: Buffer,
-  lastEnd: number,
-  tail: { readonly arrayEnd: number },
-  newText: string,
-  maxDepth: number,
-): Promise<unknown> {
-  if (newText.length <= 1 << 20) return parseJson('[' + newText + ']', maxDepth - 1)
-  const all = await arrayTail(bytes, lastEnd, Number.MAX_SAFE_INTEGER)
-  if (!all || all.arrayEnd !== tail.arrayEnd) return parseJson('[' + newText + ']', maxDepth - 1)
-  return parseElements(bytes, lastEnd, all.ends, maxDepth - 2)
-}
-
 /** The fast path; undefined when the request does not go on from a remembered one. */
 async function spliced(
   input: PrepareInput,
@@ -160,7 +149,8 @@ async function spliced(
   const state = deps.splice.find(key, bytes)
   if (!state || state.endsWithMarker) return undefined
   const lastEnd = state.prefix.length
-  const tail = await arrayTail(bytes, lastEnd, door.holdback + 1)
+  // Every appended element's end: to parse many one by one, and to remember where to go on.
+  const tail = await arrayTail(bytes, lastEnd, Number.MAX_SAFE_INTEGER)
   if (!tail) return undefined
   // Only what the request appends is decoded and parsed; the fields around the array too.
   const between = bytes.toString('utf8', lastEnd, tail.arrayEnd)
@@ -170,7 +160,10 @@ async function spliced(
     bytes.toString('utf8', 0, state.arrayStart) + '[]' + bytes.toString('utf8', tail.arrayEnd + 1)
   // The appended items sit one level deeper in the whole body than in this array; many of
   // them are parsed one by one, with pauses.
-  const appended = await parseAppended(bytes, lastEnd, tail, newText, deps.maxDepth)
+  const appended =
+    newText.length <= WHOLE_PARSE_BYTES
+      ? parseJson('[' + newText + ']', deps.maxDepth - 1)
+      : await parseElements(bytes, lastEnd, tail.ends, deps.maxDepth - 2)
   const rest = parseJson(restText, deps.maxDepth)
   const request = checked(door, { ...(rest as object), [door.arrayKey]: appended })
   if (!door.shaped(request)) return undefined
