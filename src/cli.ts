@@ -54,7 +54,7 @@ async function run(config: Config): Promise<void> {
   ].flatMap(({ path, url }) => (url ? [{ path, upstream: toUpstream(url) }] : []))
   const upstream = routedUpstream(toUpstream(config.upstream), routes)
   const recorder = config.record ? openRecorder(config.record, log) : undefined
-  const stats = createStats()
+  const stats = createStats({ observe: config.observe })
   const keeper =
     config.stats === 'store' && store.kind !== 'memory'
       ? await keepStats(stats, store, `${config.host}:${config.port}`, log)
@@ -63,6 +63,7 @@ async function run(config: Config): Promise<void> {
     sessionHeader: config.sessionHeader,
     elide: elideSettings(config, loop),
     spliceBytes: config.spliceCacheBytes,
+    observe: config.observe,
   })
   stats.watchCache('splice', () => settings.splice.bytes)
   stats.watchCache('store', () => store.memory?.() ?? 0)
@@ -92,7 +93,10 @@ async function run(config: Config): Promise<void> {
     const own = upstream.describe().filter((line) => line.route !== '*')
     process.stdout.write(
       `lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n` +
-        own.map((line) => `  /v1${line.route} -> ${line.url}\n`).join(''),
+        own.map((line) => `  /v1${line.route} -> ${line.url}\n`).join('') +
+        (config.observe
+          ? '  observing: requests go upstream as sent; /stats shows what would be saved\n'
+          : ''),
     )
   })
   guardConnections(server, guard, log)

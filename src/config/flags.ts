@@ -100,6 +100,11 @@ export const FLAGS = {
     default: '',
     help: 'directory to append each chat request to, as received and as sent (JSONL, no headers, keys redacted); see lembas-proxy replay',
   },
+  observe: {
+    env: 'LEMBAS_OBSERVE',
+    default: 'false',
+    help: 'a first day without risk: every request goes upstream exactly as the agent sent it (no prompt block, no recall tool); the proxy shapes it in shadow and /stats and the dashboard show what it would save',
+  },
   elide: {
     env: 'LEMBAS_ELIDE',
     default: 'false',
@@ -138,6 +143,15 @@ export const FLAGS = {
 } as const
 
 type FlagName = keyof typeof FLAGS
+
+/** Flags that take no value: given, they are on. */
+const BOOLEAN_FLAGS: ReadonlySet<string> = new Set(['elide', 'observe'])
+
+/** A boolean flag's value, from the command line ("true") or the environment. */
+const onOff = z
+  .string()
+  .regex(/^(true|false|1|0|yes|no|on|off)$/i, 'expected true or false')
+  .transform((value) => /^(true|1|yes|on)$/i.test(value))
 
 const ConfigSchema = z.object({
   host: z.string().min(1),
@@ -179,10 +193,8 @@ const ConfigSchema = z.object({
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']),
   record: z.string(),
   auth: z.string(),
-  elide: z
-    .string()
-    .regex(/^(true|false|1|0|yes|no|on|off)$/i, 'expected true or false')
-    .transform((value) => /^(true|1|yes|on)$/i.test(value)),
+  observe: onOff,
+  elide: onOff,
   elideThreshold: z.coerce.number().int().positive(),
   elideKeep: z.coerce.number().int().min(0),
   elideHorizon: z.coerce.number().positive(),
@@ -204,8 +216,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         ...Object.fromEntries(
           Object.keys(FLAGS).map((name) => [
             name,
-            // --elide alone turns it on; the others take a value.
-            name === 'elide'
+            // --elide and --observe alone turn them on; the others take a value.
+            BOOLEAN_FLAGS.has(name)
               ? { type: 'boolean' }
               : { type: 'string', multiple: name === 'workspace' },
           ]),
@@ -257,6 +269,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     logLevel: pick('log-level'),
     record: pick('record'),
     auth: pick('auth'),
+    observe: pick('observe'),
     elide: pick('elide'),
     elideThreshold: pick('elide-threshold'),
     elideKeep: pick('elide-keep'),
@@ -296,7 +309,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
 
 export function helpText(version: string): string {
   const rows = Object.entries(FLAGS).map(([name, flag]) => {
-    const shown = flag.default === '' || name === 'elide' ? '' : ` (default ${flag.default})`
+    const shown = flag.default === '' || BOOLEAN_FLAGS.has(name) ? '' : ` (default ${flag.default})`
     return `  --${name.padEnd(21)} ${flag.help}${shown}\n  ${''.padEnd(23)} env ${flag.env}`
   })
   return [

@@ -40,6 +40,8 @@ export function pipelineSettings(
     elide?: ElideSettings | undefined
     /** `--splice-cache-mb`, in bytes. */
     spliceBytes?: number
+    /** `--observe`: forward every request as it came, shape it in shadow only. */
+    observe?: boolean
   },
 ) {
   return {
@@ -48,7 +50,9 @@ export function pipelineSettings(
     profile: defaultProfile,
     promptBlock: loadPromptBlock(),
     recall: recallSetup(loop.proxy.recall),
-    sessionSources: sessionSources(loop, options.sessionHeader),
+    // Shadow sessions never meet real ones: turning --observe off starts each session afresh.
+    sessionSources: sessionSources(loop, options.sessionHeader, options.observe ? 'o.' : undefined),
+    observe: options.observe ?? false,
     continueWithinMs: loop.proxy.sessions.continue_within_ms,
     splice: new SpliceCache(options.spliceBytes ?? SPLICE_BYTES),
     maxDepth: 512,

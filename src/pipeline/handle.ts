@@ -13,7 +13,7 @@ import { sessionLabel, type SessionLabel } from '../stats/label.js'
 import type { SessionRef } from '../session/find.js'
 import { bodyBytes } from './body.js'
 import { completeAnswer, send, streamAnswer, type Turn } from './loop.js'
-import { prepare, type PrepareDeps } from './prepare.js'
+import { prepare, type PrepareDeps, type Prepared } from './prepare.js'
 
 export interface PipelineDeps extends PrepareDeps {
   readonly upstream: Upstream
@@ -22,6 +22,11 @@ export interface PipelineDeps extends PrepareDeps {
   readonly recorder?: Recorder | undefined
   /** Sees each finished request (`GET /stats`, `GET /metrics`). */
   readonly stats?: StatsCollector | undefined
+  /**
+   * `--observe`: every request goes upstream byte for byte (no prompt block, no recall); the
+   * rebuild runs in shadow, for the stats only ("would save").
+   */
+  readonly observe?: boolean | undefined
 }
 
 /** Where `--record` writes: the client's body and the upstream body, per request. */
@@ -167,6 +172,22 @@ function finished(
   })
 }
 
+/** `--observe`: what the rebuild would have done is counted; the client's bytes are what went. */
+function observed(
+  deps: PipelineDeps,
+  seen: Seen,
+  door: Door,
+  input: RequestInput,
+  prepared: Extract<Prepared, { kind: 'rebuilt' }>,
+): void {
+  seen.messages = prepared.items
+  seen.session = prepared.session
+  seen.rebuild = prepared.stats
+  const received = input.rawBody.toString('utf8')
+  const session = prepared.session.scope
+  deps.recorder?.record({ door: door.name, session, received, sent: received })
+}
+
 async function run(
   door: Door,
   input: RequestInput,
@@ -185,8 +206,9 @@ async function run(
   )
   seen.stream = door.stream(prepared.request)
   seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
-  if (prepared.kind === 'plain') {
-    // No tools: no tool results to shape and no recall to offer.
+  if (prepared.kind === 'plain' || deps.observe) {
+    if (prepared.kind === 'rebuilt') observed(deps, seen, door, input, prepared)
+    // No tools (nothing to shape, no recall to offer), or observing: the client's bytes go.
     const response = await deps.upstream.send({
       method: 'POST',
       path: door.path,

@@ -13,6 +13,8 @@ export interface SessionSources {
   readonly headers: readonly string[]
   readonly body: readonly string[]
   readonly userPattern: RegExp
+  /** Put before every tenant: `--observe` keeps its shadow sessions apart from real ones. */
+  readonly tenantPrefix?: string | undefined
 }
 
 const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const
@@ -57,7 +59,7 @@ export function identify(
   body: Record<string, unknown>,
   sources: SessionSources,
 ): Identity {
-  const tenant = tenantOf(headers)
+  const tenant = (sources.tenantPrefix ?? '') + tenantOf(headers)
   for (const name of sources.headers) {
     const value = headers.get(name)?.trim()
     if (value) return { tenant, explicit: 'h:' + value }

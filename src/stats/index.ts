@@ -95,6 +95,8 @@ export interface SessionFigures extends Figures {
 
 export interface StatsSnapshot {
   readonly since: string
+  /** `--observe`: nothing was changed upstream; the figures are what would have been saved. */
+  readonly observe: boolean
   readonly totals: Figures
   /** `totals.unrecognised` by tool name. */
   readonly unrecognisedByTool: Record<string, number>
@@ -131,7 +133,9 @@ export interface SavedStats {
 export const CHARS_PER_TOKEN = 4
 
 /** An in-process collector; sessions beyond `maxSessions` are dropped, least recent first. */
-export function createStats(options: { maxSessions?: number } = {}): StatsCollector {
+export function createStats(
+  options: { maxSessions?: number; observe?: boolean } = {},
+): StatsCollector {
   const maxSessions = options.maxSessions ?? 500
   let since = new Date().toISOString()
   const totals = emptyFigures()
@@ -208,6 +212,7 @@ export function createStats(options: { maxSessions?: number } = {}): StatsCollec
     snapshot() {
       return {
         since,
+        observe: options.observe ?? false,
         totals: { ...totals },
         unrecognisedByTool: Object.fromEntries(unrecognisedByTool),
         recent: [...recent],
