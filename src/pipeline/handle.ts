@@ -156,6 +156,7 @@ function finished(
     spliced: rebuild?.spliced ?? 0,
     promptTokens: usage.promptTokens,
     cachedTokens: usage.cachedTokens,
+    ...(rebuild?.cacheBreak ? { cacheBreak: rebuild.cacheBreak } : {}),
   })
   deps.stats?.recordRequest({
     door: seen.door,

@@ -5,6 +5,7 @@ import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
 import { arraySpan, arrayTail } from '../wire/json-scan.js'
 import { buildBody, type UpstreamBody } from './body.js'
+import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
 import { parseBody, parseElements, parseJson, WHOLE_PARSE_BYTES } from './json.js'
 import type { HistoryStats } from './rebuild.js'
 import { isMarker, shapeItems, type ShapeDeps, type Shaped } from './shape.js'
@@ -97,6 +98,10 @@ async function prepareWhole(
   if (!door.shaped(request)) return { kind: 'plain', request }
   const items = request[door.arrayKey] as Json[]
   const identity = identify(headers, door.identityFields(request), deps.sessionSources)
+  const key = spliceKey(door, headers, deps.sessionSources)
+  // What this process last sent for these sessions: to tell where this request stops repeating it.
+  const earlier = deps.splice.states(key)
+  const fixed = fixedDigests(request)
   const shaped = await shapeItems(
     {
       door,
@@ -111,21 +116,36 @@ async function prepareWhole(
     deps,
   )
   if (!shaped) throw new Error('the full path always shapes')
+  const previous = earlier.find((state) => state.scope === shaped.session.scope)
   // A large body's array was found while parsing: its span serves again.
   const span =
-    shaped.remember && (parsed.span ?? (await arraySpan(bytes, door.arrayKey, door.holdback + 1)))
+    (shaped.remember || previous) &&
+    (parsed.span ?? (await arraySpan(bytes, door.arrayKey, door.holdback + 1)))
+  const broken =
+    previous && span
+      ? cacheBreak({
+          previous,
+          fixed,
+          items,
+          body: bytes,
+          arrayStart: span.arrayStart,
+          upstream: shaped.items,
+          offsets: shaped.offsets,
+        })
+      : undefined
   if (span && shaped.remember) {
     const { covered, ...state } = shaped.remember
     const end = endOf(span.ends, items.length - covered, items.length, span.arrayStart + 1)
     if (end !== undefined)
-      deps.splice.remember(spliceKey(door, headers, deps.sessionSources), {
+      deps.splice.remember(key, {
         ...state,
+        fixed,
         explicit: identity.explicit !== undefined,
         arrayStart: span.arrayStart,
         prefix: bytes.subarray(0, end),
       })
   }
-  return finish(door, request, items.length, shaped, 0, deps)
+  return finish(door, request, items.length, shaped, 0, deps, broken)
 }
 
 /**
@@ -190,13 +210,15 @@ async function spliced(
     deps,
   )
   if (!shaped) return undefined // a batch of elided results is due: the full path decides it
+  const fixed = fixedDigests(request)
   if (shaped.remember) {
     const { covered, ...next } = shaped.remember
     const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)
     if (end !== undefined)
-      deps.splice.remember(key, { ...state, ...next, prefix: bytes.subarray(0, end) })
+      deps.splice.remember(key, { ...state, ...next, fixed, prefix: bytes.subarray(0, end) })
   }
-  return finish(door, request, state.itemCount + items.length, shaped, 1, deps)
+  const count = state.itemCount + items.length
+  return finish(door, request, count, shaped, 1, deps, fieldBreak(state, fixed))
 }
 
 function finish(
@@ -206,6 +228,7 @@ function finish(
   shaped: Shaped,
   spliced: 0 | 1,
   deps: PrepareDeps,
+  broken: CacheBreak | undefined,
 ): Prepared {
   const clientHasRecall = door.definesTool(request, deps.recall.name)
   const fields = door.withRecall(
@@ -220,7 +243,7 @@ function finish(
     session: shaped.session,
     place: shaped.place,
     items,
-    stats: { ...shaped.stats, spliced },
+    stats: { ...shaped.stats, spliced, ...(broken ? { cacheBreak: broken } : {}) },
     recall: !clientHasRecall,
   }
 }

@@ -8,6 +8,7 @@ import type { Profile } from '../tools/index.js'
 import type { Workspace } from '../workspace/index.js'
 import { withText, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
+import type { CacheBreak } from './breaks.js'
 import { pacer } from '../pace/index.js'
 import {
   addShown,
@@ -43,6 +44,8 @@ export interface HistoryStats {
   unrecognised?: Unrecognised[]
   /** The request's last new results (at most RECENT_RESULTS): the dashboard's latest ones. */
   results?: NewResult[]
+  /** Where the request stopped repeating the session's previous one, and who changed it. */
+  cacheBreak?: CacheBreak
 }
 
 /** A known tool's result that was not as expected: the tool, and what was expected of it. */

@@ -47,8 +47,13 @@ export interface Shaped {
   readonly stats: HistoryStats
   /** Where the model's answer to this request stands. */
   readonly place: AnswerPlace
+  /** For each client item, the upstream bytes before it. */
+  offsets(): number[]
   /** The state at the request's end less the door's holdback: the fast path's next start. */
-  readonly remember?: Omit<SpliceState, 'arrayStart' | 'prefix' | 'explicit' | 'endsWithMarker'> & {
+  readonly remember?: Omit<
+    SpliceState,
+    'arrayStart' | 'prefix' | 'explicit' | 'endsWithMarker' | 'fixed'
+  > & {
     /** The client items the remembered state covers. */
     readonly covered: number
     readonly endsWithMarker: boolean
@@ -135,7 +140,8 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   }
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
   const place = { index: count, previous: answers.last }
-  const shaped = { session, items: appendItems(known, upstream.joined()), stats, place }
+  const offsets = () => upstream.offsets(known)
+  const shaped = { session, items: appendItems(known, upstream.joined()), stats, place, offsets }
   // A join across the remembered end would change bytes the next request splices: none then;
   // nor an empty history (chat: the prompt block would be left out).
   const crossing = covered < items.length && covered > 0 && upstream.perItem[covered]?.length === 0
@@ -147,6 +153,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     scope,
     systemKey: continuity.systemKey,
     items: covered === items.length ? shaped.items : appendItems(known, upstream.joined(covered)),
+    sentBytes: shaped.items.reduce((sum, piece) => sum + piece.length, 0),
     itemCount: base + covered,
     lastDigest: covered === 0 ? (start?.lastDigest ?? '') : door.itemDigest(items[covered - 1]!),
     history: rebuilt.snapshot,

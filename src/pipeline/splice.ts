@@ -14,6 +14,8 @@ export interface SpliceState {
   readonly explicit: boolean
   /** The system prompt's fingerprint (for listing an implicit session). */
   readonly systemKey: string
+  /** Digests of the fields a prompt cache keys on besides the history (see breaks.ts). */
+  readonly fixed: Record<string, string>
   /** The last message may be followed by a summary (opencode): the next request goes the full way. */
   readonly endsWithMarker: boolean
   /** Offset of the items array's `[` in the request bytes. */
@@ -22,6 +24,8 @@ export interface SpliceState {
   readonly prefix: Buffer
   /** The upstream bytes of those items (array elements joined by commas, in pieces). */
   readonly items: readonly Buffer[]
+  /** Upstream bytes of all the request's items, the held-back ones too: what a break bills again. */
+  readonly sentBytes: number
   /** How many of the client's items the prefix holds, and the digest of the last one. */
   readonly itemCount: number
   readonly lastDigest: string
@@ -53,6 +57,11 @@ export class SpliceCache {
       if (body.subarray(0, end).equals(state.prefix)) return state
     }
     return undefined
+  }
+
+  /** Every state remembered under `key` (a few sessions), most recent first. */
+  states(key: string): readonly SpliceState[] {
+    return this.#byKey.get(key) ?? []
   }
 
   remember(key: string, given: SpliceState): void {

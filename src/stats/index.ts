@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { CacheBreak } from '../pipeline/breaks.js'
 import type { SessionLabel } from './label.js'
 import { upstreamUsage, type UpstreamUsage } from './usage.js'
 
@@ -17,7 +18,17 @@ export interface RebuildCounts {
   readonly results?: readonly NewResultFigure[]
   /** Results of known agent tools not answered as their profile expects: the tool, what was expected. */
   readonly unrecognised?: readonly { readonly tool: string; readonly expected: string }[]
+  /** Where the request stopped repeating the session's previous one, and who changed it. */
+  readonly cacheBreak?: CacheBreak | undefined
 }
+
+/** A break of the prompt cache as /stats lists it: when, where, by whom, what it cost. */
+export interface BreakFigure extends CacheBreak {
+  readonly at: string
+}
+
+/** Breaks each session lists, newest last. */
+const SESSION_BREAKS = 10
 
 /** A new result as the dashboard lists it. */
 export interface NewResultFigure {
@@ -75,6 +86,13 @@ export interface Figures {
   recalls: number
   /** Results of known agent tools not as their profile expects: the agent's output drifted. */
   unrecognised: number
+  /** Requests where the client changed what it had sent before: the prompt cache broke there. */
+  clientBreaks: number
+  /** The previous requests' tokens after those changes: written to the cache and billed again. */
+  clientBreakTokens: number
+  /** Breaks the proxy made on purpose (`--elide` batches), and their tokens. */
+  proxyBreaks: number
+  proxyBreakTokens: number
   promptTokens: number
   completionTokens: number
   cachedTokens: number
@@ -91,6 +109,8 @@ export interface SessionFigures extends Figures {
   agent?: string
   model?: string
   title?: string
+  /** The session's latest breaks of the prompt cache (at most 10), oldest first. */
+  breaks: BreakFigure[]
 }
 
 export interface StatsSnapshot {
@@ -164,11 +184,16 @@ export function createStats(
             lastSeen: now,
             door: request.door,
             ...emptyFigures(),
+            breaks: [],
           }
         // Named by its first request that says: the first words it began with.
         if (figures.title === undefined && request.label) Object.assign(figures, request.label)
         figures.lastSeen = now
         add(figures, request, usage)
+        const broken = request.rebuild?.cacheBreak
+        if (broken) {
+          figures.breaks = [...figures.breaks, { at: now, ...broken }].slice(-SESSION_BREAKS)
+        }
         sessions.set(request.session, figures)
         while (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value!)
       }
@@ -193,6 +218,10 @@ export function createStats(
             results: rebuild.results,
           })
           recent.length = Math.min(recent.length, RECENT_REQUESTS)
+        }
+        if (rebuild.cacheBreak) {
+          m.breaks.inc({ by: rebuild.cacheBreak.by })
+          m.breakTokens.inc({ by: rebuild.cacheBreak.by }, rebuild.cacheBreak.tokens)
         }
         for (const { tool } of rebuild.unrecognised ?? []) {
           m.unrecognised.inc({ tool })
@@ -232,7 +261,12 @@ export function createStats(
       Object.assign(totals, emptyFigures(), saved.totals)
       sessions.clear()
       for (const figures of saved.sessions.slice(-maxSessions))
-        sessions.set(figures.session, { ...emptyFigures(), ...figures })
+        // Figures saved by an older version may lack the newer fields.
+        sessions.set(figures.session, {
+          ...emptyFigures(),
+          ...figures,
+          breaks: (figures.breaks as BreakFigure[] | undefined) ?? [],
+        })
       unrecognisedByTool.clear()
       for (const [tool, n] of Object.entries(saved.unrecognisedByTool ?? {}))
         unrecognisedByTool.set(tool, n)
@@ -261,6 +295,10 @@ function emptyFigures(): Figures {
     tokensSavedEstimate: 0,
     recalls: 0,
     unrecognised: 0,
+    clientBreaks: 0,
+    clientBreakTokens: 0,
+    proxyBreaks: 0,
+    proxyBreakTokens: 0,
     promptTokens: 0,
     completionTokens: 0,
     cachedTokens: 0,
@@ -280,6 +318,14 @@ function add(figures: Figures, request: FinishedRequest, usage: UpstreamUsage): 
     figures.charsSaved += rebuild.charsSaved
     figures.tokensSavedEstimate = Math.round(figures.charsSaved / CHARS_PER_TOKEN)
     figures.unrecognised += rebuild.unrecognised?.length ?? 0
+    const broken = rebuild.cacheBreak
+    if (broken?.by === 'client') {
+      figures.clientBreaks++
+      figures.clientBreakTokens += broken.tokens
+    } else if (broken?.by === 'proxy') {
+      figures.proxyBreaks++
+      figures.proxyBreakTokens += broken.tokens
+    }
   }
   figures.recalls += request.recalls
   figures.promptTokens += usage.promptTokens
@@ -333,6 +379,16 @@ function metricsOf(registry: Registry) {
       ['tool'],
     ),
     recalls: counter('lembas_recalls_total', 'Recall calls answered by the proxy.'),
+    breaks: counter(
+      'lembas_cache_breaks_total',
+      "Requests that stopped repeating their session's previous one upstream, by who changed it (client, or proxy: --elide).",
+      ['by'],
+    ),
+    breakTokens: counter(
+      'lembas_cache_break_tokens_total',
+      "The previous requests' tokens after a break (characters / 4): billed again, by who changed it.",
+      ['by'],
+    ),
     promptTokens: counter(
       'lembas_upstream_prompt_tokens_total',
       'Prompt tokens the upstream reported.',
