@@ -20,6 +20,8 @@ export interface Actions {
   diffs: number
   /** Results of known agent tools the proxy did not recognise (the agent's output drifted). */
   unrecognised: number
+  /** Requests where the client changed what it had sent before (the proxy's cache-break record). */
+  clientBreaks: number
   /** Over new results shorter upstream than from the agent: characters saved, as /stats counts. */
   savedChars: number
   /** The same results' o200k tokens saved, counted: what `savedChars / 4` estimates. */
@@ -35,6 +37,7 @@ export function noActions(): Actions {
     elidedLines: 0,
     diffs: 0,
     unrecognised: 0,
+    clientBreaks: 0,
     savedChars: 0,
     savedTokens: 0,
   }
@@ -48,6 +51,7 @@ export function addActions(into: Actions, more: Actions): void {
   into.elidedLines += more.elidedLines
   into.diffs += more.diffs
   into.unrecognised += more.unrecognised
+  into.clientBreaks += more.clientBreaks
   into.savedChars += more.savedChars
   into.savedTokens += more.savedTokens
 }

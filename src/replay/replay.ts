@@ -201,7 +201,7 @@ export async function replay(
         sessions.set(entry.session, state)
       }
       // The same request to the proxy as it runs by default, then to the one with --elide.
-      const unrecognisedBefore = stats.snapshot().totals.unrecognised
+      const before = stats.snapshot().totals
       const proxied = await send(proxyApp, state.header, entry.body)
       const elided = await send(elidedApp, state.header, entry.body)
       const client = JSON.parse(entry.body) as Record<string, unknown>
@@ -232,7 +232,8 @@ export async function replay(
         ...savedOnResults(clientMessages, sentMessages, state.knownTools, (text) =>
           counter.count(text),
         ),
-        unrecognised: stats.snapshot().totals.unrecognised - unrecognisedBefore,
+        unrecognised: stats.snapshot().totals.unrecognised - before.unrecognised,
+        clientBreaks: stats.snapshot().totals.clientBreaks - before.clientBreaks,
       }
       state.knownTools = toolCallIds(sentMessages)
       state.previous = sequences

@@ -47,7 +47,8 @@ export function formatReport(report: ReplayReport): string {
     'What the proxy did to new tool results (stubs: re-reads; dedupes: repeated listings and',
     '  searches; caps: results cut to head and tail, and the lines cut; diffs: edits), and what',
     '  --elide did on the elided side (batches, and the results they replaced by a stand-in);',
-    "  unrecog.: results of a known agent tool the proxy did not recognise (the agent's output changed)",
+    "  unrecog.: results of a known agent tool the proxy did not recognise (the agent's output changed);",
+    '  client breaks: requests where the agent changed what it had sent before (the proxy never does)',
     '',
     table(
       [
@@ -62,6 +63,7 @@ export function formatReport(report: ReplayReport): string {
         'batches',
         'elided',
         'unrecog.',
+        'client breaks',
       ],
       rows.map(([name, t]) => [
         name,
@@ -75,6 +77,7 @@ export function formatReport(report: ReplayReport): string {
         int(t.elisions.batches),
         int(t.elisions.results),
         int(t.actions.unrecognised),
+        int(t.actions.clientBreaks),
       ]),
     ),
   )

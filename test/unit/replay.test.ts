@@ -25,6 +25,7 @@ import {
   type RequestReport,
   type Side,
 } from '../../src/replay/replay.js'
+import { formatReport } from '../../src/replay/report.js'
 import { commonPrefix, TokenCounter } from '../../src/replay/tokens.js'
 
 const fixture = (agent: string) => packageRoot() + `test/fixtures/agents/${agent}/session.jsonl`
@@ -149,7 +150,7 @@ describe('replay input', () => {
     assert.deepEqual(Object.keys(json.total.elisions), ['batches', 'results'])
     assert.deepEqual(json.options.elide, DEFAULT_OPTIONS.elide)
     // The recorded CLIs' results were all recognised: no drift.
-    assert.match(text, / unrecog\.$/m)
+    assert.match(text, / unrecog\. +client breaks$/m)
     assert.equal(json.total.actions.unrecognised, 0)
     // The saved-tokens estimate of /stats against o200k's count, on the same results.
     assert.ok(json.total.actions.savedTokens > 0, 'tokens counted')
@@ -465,4 +466,31 @@ describe('the elided side', () => {
     assert.equal(dear.total.sides.elided.tokens, dear.total.sides.proxy.tokens)
     assert.equal(dear.total.sides.elided.breaks, dear.total.sides.proxy.breaks)
   })
+})
+
+test('replay counts the requests where the client changed what it had sent (client breaks)', async () => {
+  const tools = [{ type: 'function', function: { name: 'Bash', parameters: { type: 'object' } } }]
+  const call = (id: string, command: string) => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      { id, type: 'function', function: { name: 'Bash', arguments: JSON.stringify({ command }) } },
+    ],
+  })
+  const log = (n: number) => Array.from({ length: 50 }, (_, i) => `run ${n} line ${i}`).join('\n')
+  const history: any[] = [{ role: 'user', content: 'go' }]
+  const lines: string[] = []
+  for (let n = 1; n <= 4; n++) {
+    history.push(call(`c${n}`, `make ${n}`), {
+      role: 'tool',
+      tool_call_id: `c${n}`,
+      content: log(n),
+    })
+    // Before its fourth request the agent clears its oldest result, as agents that prune do.
+    if (n === 4) history[2] = { ...history[2], content: CLEARED }
+    lines.push(JSON.stringify({ model: 'm', tools, messages: history }))
+  }
+  const report = await replay([{ name: 'pruning', lines }], DEFAULT_OPTIONS)
+  assert.equal(report.total.actions.clientBreaks, 1, 'the one request that rewrote history')
+  assert.match(formatReport(report), /client breaks/)
 })
