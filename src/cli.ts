@@ -54,7 +54,15 @@ async function run(config: Config): Promise<void> {
   ].flatMap(({ path, url }) => (url ? [{ path, upstream: toUpstream(url) }] : []))
   const upstream = routedUpstream(toUpstream(config.upstream), routes)
   const recorder = config.record ? openRecorder(config.record, log) : undefined
-  const stats = createStats({ observe: config.observe })
+  const prices =
+    config.pricePerMTok === undefined
+      ? undefined
+      : {
+          perMTok: config.pricePerMTok,
+          cachedDiscount: config.cachedDiscount,
+          writePremium: config.cacheWritePremium,
+        }
+  const stats = createStats({ observe: config.observe, prices })
   const keeper =
     config.stats === 'store' && store.kind !== 'memory'
       ? await keepStats(stats, store, `${config.host}:${config.port}`, log)

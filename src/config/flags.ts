@@ -125,15 +125,20 @@ export const FLAGS = {
     default: '200',
     help: 'with --elide: how many later requests a batch is expected to pay over',
   },
+  'price-per-mtok': {
+    env: 'LEMBAS_PRICE_PER_MTOK',
+    default: '',
+    help: "your upstream's price of a million input tokens in dollars (e.g. 3): /stats and the dashboard then show the money saved",
+  },
   'cached-discount': {
     env: 'LEMBAS_CACHED_DISCOUNT',
     default: '0.9',
-    help: 'with --elide: the share the upstream takes off a cached input token (0.9: a tenth of the price)',
+    help: 'with --elide and --price-per-mtok: the share the upstream takes off a cached input token (0.9: a tenth of the price)',
   },
   'cache-write-premium': {
     env: 'LEMBAS_CACHE_WRITE_PREMIUM',
     default: '0',
-    help: 'with --elide: what writing the prompt cache costs on top of an input token (Anthropic: 0.25)',
+    help: 'with --elide and --price-per-mtok: what writing the prompt cache costs on top of an input token (Anthropic: 0.25)',
   },
   auth: {
     env: 'LEMBAS_AUTH',
@@ -198,6 +203,12 @@ const ConfigSchema = z.object({
   elideThreshold: z.coerce.number().int().positive(),
   elideKeep: z.coerce.number().int().min(0),
   elideHorizon: z.coerce.number().positive(),
+  pricePerMTok: z
+    .string()
+    .transform((value) => (value.trim() === '' ? undefined : Number(value)))
+    .refine((value) => value === undefined || (Number.isFinite(value) && value >= 0), {
+      message: 'expected a price in dollars, 0 or more',
+    }),
   cachedDiscount: z.coerce.number().min(0).max(1),
   cacheWritePremium: z.coerce.number().min(0),
 })
@@ -274,6 +285,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     elideThreshold: pick('elide-threshold'),
     elideKeep: pick('elide-keep'),
     elideHorizon: pick('elide-horizon'),
+    pricePerMTok: pick('price-per-mtok'),
     cachedDiscount: pick('cached-discount'),
     cacheWritePremium: pick('cache-write-premium'),
   })
@@ -295,6 +307,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       elideThreshold: 'elide-threshold',
       elideKeep: 'elide-keep',
       elideHorizon: 'elide-horizon',
+      pricePerMTok: 'price-per-mtok',
       cachedDiscount: 'cached-discount',
       cacheWritePremium: 'cache-write-premium',
     }

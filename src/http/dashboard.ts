@@ -1,11 +1,12 @@
 /**
  * The dashboard served at `GET /`: one self-contained HTML page (inline CSS and JS, no external
- * assets, nothing to build) that polls `GET /stats` every few seconds and shows the totals, a chart
- * of the cache-hit ratio and the tokens saved over time, the sessions and the recent results.
+ * assets, nothing to build) that polls `GET /stats` every few seconds and shows, from it alone,
+ * the totals (in money when the proxy has prices), a chart of the cache-hit ratio and the tokens
+ * saved over time with a mark where a client broke the cache, the sessions by name, and the
+ * latest results. Times are the viewer's, in the browser's time zone.
  *
- * The page reads `/stats` defensively: every figure may be missing or named slightly differently,
- * and an unknown one shows as "–". When `/stats` answers 401 the page asks for the proxy's shared
- * secret (`x-lembas-auth`) and keeps it in `sessionStorage` for the tab's lifetime.
+ * When `/stats` answers 401 the page asks for the proxy's shared secret (`x-lembas-auth`) and
+ * keeps it in `sessionStorage` for the tab's lifetime.
  * @example app.get('/', (c) => c.html(dashboardHtml()))
  */
 export function dashboardHtml(): string {
@@ -54,6 +55,8 @@ main { padding: 20px 24px 40px; max-width: 1200px; margin: 0 auto; display: grid
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px; }
 .card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
 .card .value { font-size: 24px; font-weight: 650; margin-top: 4px; font-variant-numeric: tabular-nums; }
+.card .note { color: var(--muted); font-size: 12px; margin-top: 2px; }
+[hidden] { display: none !important; }
 section h2 { font-size: 14px; margin: 0 0 10px; font-weight: 650; }
 .legend { display: flex; gap: 16px; font-size: 12px; color: var(--muted); margin-bottom: 6px; }
 .legend i { display: inline-block; width: 12px; height: 3px; vertical-align: middle; margin-right: 6px; }
@@ -76,56 +79,25 @@ const JS = `
   var DASH = '\\u2013';
   var MAX_SAMPLES = 200;
   var samples = [];
+  var ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time';
 
   function $(id) { return document.getElementById(id); }
-  function isObj(v) { return v !== null && typeof v === 'object' && !Array.isArray(v); }
-  function num(v) {
-    if (typeof v === 'number' && isFinite(v)) return v;
-    if (typeof v === 'string' && v.trim() !== '' && isFinite(Number(v))) return Number(v);
-    return undefined;
+  function isNum(v) { return typeof v === 'number' && isFinite(v); }
+  function fmtInt(v) { return isNum(v) ? Math.round(v).toLocaleString('en-US') : DASH; }
+  function fmtPct(v) { return isNum(v) ? (v * 100).toFixed(1) + '%' : DASH; }
+  function fmtMoney(v) {
+    if (!isNum(v)) return DASH;
+    var digits = Math.abs(v) < 1 ? 4 : 2;
+    return (v < 0 ? '\\u2212$' : '$') + Math.abs(v).toFixed(digits);
   }
-  function pick(o) {
-    if (!isObj(o)) return undefined;
-    for (var i = 1; i < arguments.length; i++) {
-      var path = String(arguments[i]).split('.');
-      var v = o;
-      for (var j = 0; j < path.length && v !== undefined; j++) v = isObj(v) ? v[path[j]] : undefined;
-      if (v !== undefined && v !== null) return v;
-    }
-    return undefined;
-  }
-  function pickNum(o) { var v = pick.apply(null, arguments); return num(v); }
-  function arr() {
-    for (var i = 0; i < arguments.length; i++) if (Array.isArray(arguments[i])) return arguments[i];
-    return [];
-  }
-  function fmtInt(v) { return v === undefined ? DASH : Math.round(v).toLocaleString('en-US'); }
-  function fmtPct(v) { return v === undefined ? DASH : (v * 100).toFixed(1) + '%'; }
   function text(v) { return v === undefined || v === null || v === '' ? DASH : String(v); }
-
-  function usageOf(o) {
-    var u = pick(o, 'usage') || {};
-    function one(names) {
-      var v = pickNum.apply(null, [u].concat(names));
-      return v !== undefined ? v : pickNum.apply(null, [o].concat(names));
-    }
-    return {
-      prompt: one(['prompt_tokens', 'promptTokens', 'input_tokens', 'inputTokens']),
-      completion: one(['completion_tokens', 'completionTokens', 'output_tokens', 'outputTokens']),
-      cached: one(['cached_tokens', 'cachedTokens', 'prompt_tokens_details.cached_tokens'])
-    };
+  function time(iso) {
+    var d = new Date(iso);
+    return isNaN(d.getTime()) ? DASH : d.toLocaleTimeString(undefined, { hour12: false });
   }
-  function ratioOf(o, u) {
-    var r = pickNum(o, 'cachedRatio', 'cached_ratio', 'cacheHitRatio', 'cache_hit_ratio', 'cacheRatio', 'ratio');
-    if (r === undefined && u.prompt !== undefined && u.cached !== undefined && u.prompt > 0) r = u.cached / u.prompt;
-    if (r !== undefined && r > 1 && r <= 100) r = r / 100;
-    return r;
-  }
-  function savedTokensOf(o) {
-    var t = pickNum(o, 'tokensSavedEstimate', 'tokensSaved', 'tokens_saved', 'estimatedTokensSaved', 'savedTokens');
-    if (t !== undefined) return t;
-    var c = pickNum(o, 'charsSaved', 'chars_saved');
-    return c === undefined ? undefined : c / 4;
+  function dateTime(iso) {
+    var d = new Date(iso);
+    return isNaN(d.getTime()) ? DASH : d.toLocaleString(undefined, { hour12: false, month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
   }
 
   function el(tag, cls, content) {
@@ -136,7 +108,11 @@ const JS = `
   }
   function row(cells) {
     var tr = document.createElement('tr');
-    cells.forEach(function (c) { tr.appendChild(el('td', c[1] || '', c[0])); });
+    cells.forEach(function (c) {
+      var td = el('td', c[1] || '', c[0]);
+      if (c[2]) td.title = c[2];
+      tr.appendChild(td);
+    });
     return tr;
   }
   function banner(kind, message) {
@@ -144,23 +120,37 @@ const JS = `
     if (!message) { b.hidden = true; b.textContent = ''; return; }
     b.hidden = false; b.className = 'banner ' + kind; b.textContent = message;
   }
+  function show(selector, visible) {
+    document.querySelectorAll(selector).forEach(function (e) { e.hidden = !visible; });
+  }
+  /** A session as a person knows it: its first words, else its id. */
+  function nameOf(s) { return s.title || s.session; }
+  function breakText(b) {
+    var where = b.field ? 'its ' + b.field : 'item ' + b.item + (b.role ? ' (' + b.role + ')' : '');
+    return time(b.at) + ': the ' + b.by + ' changed ' + where + '; ' + fmtInt(b.tokens) + ' tokens billed again';
+  }
+
+  function renderMode(stats) {
+    var observe = stats.observe === true;
+    $('mode').hidden = !observe;
+    document.querySelectorAll('[data-saved-label]').forEach(function (e) {
+      e.textContent = (observe ? 'Would save' : 'Saved') + e.getAttribute('data-saved-label');
+    });
+  }
 
   function renderTotals(stats, sessions) {
-    var t = pick(stats, 'total', 'totals', 'all') || stats;
-    var u = usageOf(t);
-    var count = pickNum(t, 'sessions', 'sessionCount');
-    if (count === undefined) count = pickNum(stats, 'sessionCount');
-    if (count === undefined && Array.isArray(sessions) && sessions.length > 0) count = sessions.length;
-    if (count === undefined && Array.isArray(pick(stats, 'sessions'))) count = sessions.length;
-    var requests = pickNum(t, 'requests', 'requestCount');
-    var ratio = ratioOf(t, u);
-    var saved = savedTokensOf(t);
-    $('t-sessions').textContent = fmtInt(count);
-    $('t-requests').textContent = fmtInt(requests);
-    $('t-input').textContent = fmtInt(u.prompt);
-    $('t-saved').textContent = fmtInt(saved);
-    $('t-ratio').textContent = fmtPct(ratio);
-    return { ratio: ratio, saved: saved };
+    var t = stats.totals;
+    $('t-sessions').textContent = fmtInt(sessions.length);
+    $('t-requests').textContent = fmtInt(t.requests);
+    $('t-input').textContent = fmtInt(t.promptTokens);
+    $('t-saved').textContent = fmtInt(t.inputTokensSaved);
+    $('t-money').textContent = fmtMoney(t.moneySaved);
+    $('t-ratio').textContent = fmtPct(t.cachedRatio);
+    $('t-recalls').textContent = fmtInt(t.recalls);
+    $('t-breaks').textContent = fmtInt(t.clientBreaks);
+    $('t-breaks-tokens').textContent = isNum(t.clientBreakTokens) && t.clientBreakTokens > 0
+      ? fmtInt(t.clientBreakTokens) + ' tokens billed again' : '';
+    return { ratio: t.cachedRatio, saved: t.inputTokensSaved };
   }
 
   function renderSessions(sessions) {
@@ -168,88 +158,51 @@ const JS = `
     body.textContent = '';
     $('sessions-empty').hidden = sessions.length > 0;
     sessions.forEach(function (s) {
-      if (!isObj(s)) return;
-      var u = usageOf(s);
+      var breaks = Array.isArray(s.breaks) ? s.breaks : [];
+      var last = breaks.filter(function (b) { return b.by === 'client'; }).pop();
       var tr = row([
-        [text(pick(s, 'title') || pick(s, 'id', 'session', 'sessionId')), pick(s, 'title') ? '' : 'id'],
-        [text(pick(s, 'scope', 'kind') || [pick(s, 'agent'), pick(s, 'model'), pick(s, 'door')].filter(Boolean).join(' · ') || undefined)],
-        [fmtInt(pickNum(s, 'requests', 'requestCount')), 'num'],
-        [fmtInt(pickNum(s, 'newResults', 'new_results', 'results')), 'num'],
-        [fmtInt(pickNum(s, 'stubs')), 'num'],
-        [fmtInt(pickNum(s, 'dedupes', 'dedupe')), 'num'],
-        [fmtInt(pickNum(s, 'caps', 'capped')), 'num'],
-        [fmtInt(u.prompt), 'num'],
-        [fmtInt(savedTokensOf(s)), 'num'],
-        [fmtPct(ratioOf(s, u)), 'num']
+        [nameOf(s), s.title ? '' : 'id', s.session],
+        [dateTime(s.firstSeen)],
+        [[s.agent, s.model, s.door].filter(Boolean).join(' \\u00b7 ') || DASH],
+        [fmtInt(s.requests), 'num'],
+        [fmtInt(s.promptTokens), 'num'],
+        [fmtInt(s.inputTokensSaved), 'num'],
+        [fmtMoney(s.moneySaved), 'num money'],
+        [fmtPct(s.cachedRatio), 'num'],
+        [fmtInt(s.recalls), 'num'],
+        [fmtInt(s.clientBreaks), 'num', last ? breakText(last) : '']
       ]);
-      tr.setAttribute('data-session', String(pick(s, 'id', 'session', 'sessionId') || ''));
+      tr.setAttribute('data-session', s.session);
       body.appendChild(tr);
     });
   }
 
-  function resultId(r) {
-    var id = pick(r, 'id', 'resultId', 'result_id', 'ref');
-    if (typeof id === 'number') id = '#' + String(id).padStart(4, '0');
-    if (typeof id === 'string' && /^\\d+$/.test(id)) id = '#' + id.padStart(4, '0');
-    return id;
-  }
-  function collectResults(stats) {
-    var recent = arr(pick(stats, 'recent'), pick(stats, 'recentRequests'), pick(stats, 'recent_requests'), pick(stats, 'recentResults'), pick(stats, 'results'));
-    var out = [];
-    recent.forEach(function (req) {
-      if (!isObj(req)) return;
-      var inner = arr(pick(req, 'results'), pick(req, 'toolResults'), pick(req, 'newResults'));
-      if (inner.length > 0) {
-        inner.forEach(function (r) { if (isObj(r)) out.push({ r: r, req: req }); });
-      } else if (resultId(req) !== undefined) {
-        out.push({ r: req, req: req });
-      }
-    });
-    return out;
-  }
-  function timeText(v) {
-    if (v === undefined) return DASH;
-    var d = new Date(typeof v === 'number' && v < 1e12 ? v * 1000 : v);
-    return isNaN(d.getTime()) ? String(v) : d.toLocaleTimeString('en-GB');
-  }
-  function renderResults(stats) {
+  function renderResults(stats, names) {
     var body = $('results-body');
     body.textContent = '';
-    var items = collectResults(stats).slice(0, 50);
+    var items = [];
+    (Array.isArray(stats.recent) ? stats.recent : []).forEach(function (req) {
+      (req.results || []).forEach(function (r) { items.push({ r: r, req: req }); });
+    });
+    items = items.slice(0, 50);
     $('results-empty').hidden = items.length > 0;
     items.forEach(function (item) {
       var r = item.r, req = item.req;
-      var before = pickNum(r, 'charsBefore', 'before', 'chars.before', 'originalChars', 'rawChars');
-      var after = pickNum(r, 'charsAfter', 'after', 'chars.after', 'shownChars', 'sentChars');
       body.appendChild(row([
-        [text(resultId(r)), 'id'],
-        [text(pick(r, 'kind', 'tool', 'type', 'shape'))],
-        [text(pick(r, 'session') || pick(req, 'session', 'sessionId')), 'id'],
-        [fmtInt(before), 'num'],
-        [fmtInt(after), 'num'],
-        [timeText(pick(r, 'at', 'time') || pick(req, 'at', 'time', 'timestamp'))]
+        [text(r.id), 'id'],
+        [text(r.kind)],
+        [text(names[req.session] || req.session), '', req.session],
+        [fmtInt(r.charsBefore), 'num'],
+        [fmtInt(r.charsAfter), 'num'],
+        [time(req.at)]
       ]));
     });
   }
 
-  function seriesOf(stats) {
-    var s = arr(pick(stats, 'series'), pick(stats, 'history'), pick(stats, 'timeline'));
-    var pts = [];
-    s.forEach(function (p) {
-      if (!isObj(p)) return;
-      var u = usageOf(p);
-      var t = Date.parse(String(pick(p, 'at', 'time', 't')));
-      pts.push({ t: isNaN(t) ? pts.length : t, ratio: ratioOf(p, u), saved: savedTokensOf(p) });
-    });
-    return pts;
-  }
-  function renderChart(stats, now) {
-    var pts = seriesOf(stats);
-    if (pts.length < 2) {
-      samples.push({ t: Date.now(), ratio: now.ratio, saved: now.saved });
-      if (samples.length > MAX_SAMPLES) samples.shift();
-      pts = samples;
-    }
+  function renderChart(now, breaks) {
+    samples.push({ t: Date.now(), ratio: now.ratio, saved: now.saved });
+    if (samples.length > MAX_SAMPLES) samples.shift();
+    var pts = samples;
     var svg = $('chart');
     var NS = 'http://www.w3.org/2000/svg';
     var W = svg.clientWidth || 800, H = svg.clientHeight || 220;
@@ -264,49 +217,64 @@ const JS = `
       return e;
     }
     var maxSaved = 0;
-    pts.forEach(function (p) { if (p.saved !== undefined && p.saved > maxSaved) maxSaved = p.saved; });
+    pts.forEach(function (p) { if (isNum(p.saved) && p.saved > maxSaved) maxSaved = p.saved; });
     var hasSaved = maxSaved > 0;
     if (!hasSaved) maxSaved = 1;
-    var grid = getComputedStyle(document.documentElement).getPropertyValue('--line') || '#ccc';
+    var css = getComputedStyle(document.documentElement);
+    var grid = css.getPropertyValue('--line') || '#ccc';
     for (var i = 0; i <= 4; i++) {
       var y = T + (H - T - B) * (1 - i / 4);
       add('line', { x1: L, x2: W - R, y1: y, y2: y, stroke: grid, 'stroke-width': 1 });
       add('text', { x: L - 6, y: y + 4, 'text-anchor': 'end' }, (i * 25) + '%');
       if (hasSaved) add('text', { x: W - R + 6, y: y + 4 }, Math.round(maxSaved * i / 4).toLocaleString('en-US'));
     }
-    var n = pts.length;
-    function x(idx) { return n <= 1 ? (L + (W - R)) / 2 : L + (W - R - L) * idx / (n - 1); }
+    var t0 = pts[0].t, t1 = pts[pts.length - 1].t;
+    function x(t) { return t1 === t0 ? (L + (W - R)) / 2 : L + (W - R - L) * (t - t0) / (t1 - t0); }
+    // A mark where a client broke the prompt cache; breaks from before the page opened sit at its start.
+    breaks.forEach(function (b) {
+      var t = Date.parse(b.at);
+      if (!(t <= t1)) return;
+      var xx = x(Math.max(t, t0));
+      var mark = add('line', { x1: xx, x2: xx, y1: T, y2: H - B, stroke: css.getPropertyValue('--err').trim() || '#c00', 'stroke-width': 2, 'stroke-dasharray': '4 3', 'class': 'break-mark' });
+      var title = document.createElementNS(NS, 'title');
+      title.textContent = breakText(b);
+      mark.appendChild(title);
+    });
     function line(key, scale, color) {
       var d = '', dots = [];
-      pts.forEach(function (p, idx) {
+      pts.forEach(function (p) {
         var v = p[key];
-        if (v === undefined) return;
+        if (!isNum(v)) return;
         var yy = T + (H - T - B) * (1 - Math.max(0, Math.min(1, v / scale)));
-        d += (d === '' ? 'M' : 'L') + x(idx).toFixed(1) + ' ' + yy.toFixed(1) + ' ';
-        dots.push([x(idx), yy]);
+        d += (d === '' ? 'M' : 'L') + x(p.t).toFixed(1) + ' ' + yy.toFixed(1) + ' ';
+        dots.push([x(p.t), yy]);
       });
       if (d !== '') add('path', { d: d, fill: 'none', stroke: color, 'stroke-width': 2, 'stroke-linejoin': 'round' });
       if (dots.length <= 30) dots.forEach(function (p) { add('circle', { cx: p[0], cy: p[1], r: 3, fill: color }); });
     }
-    var css = getComputedStyle(document.documentElement);
     line('ratio', 1, css.getPropertyValue('--accent').trim() || '#2f6fdb');
     line('saved', maxSaved, css.getPropertyValue('--accent2').trim() || '#1f9d6b');
-    if (n > 0 && pts[0].t > 1e9 && pts[n - 1].t > 1e9) {
-      add('text', { x: L, y: H - 6 }, timeText(pts[0].t));
-      add('text', { x: W - R, y: H - 6, 'text-anchor': 'end' }, timeText(pts[n - 1].t));
-    }
+    add('text', { x: L, y: H - 6 }, time(new Date(t0).toISOString()));
+    if (t1 !== t0) add('text', { x: W - R, y: H - 6, 'text-anchor': 'end' }, time(new Date(t1).toISOString()));
   }
 
   function render(stats) {
-    var sessions = arr(pick(stats, 'sessions'), pick(stats, 'perSession'), pick(stats, 'bySession'));
-    if (sessions.length === 0 && isObj(pick(stats, 'sessions'))) {
-      var m = pick(stats, 'sessions');
-      sessions = Object.keys(m).map(function (k) { return Object.assign({ id: k }, m[k]); });
-    }
+    var sessions = Array.isArray(stats.sessions) ? stats.sessions : [];
+    var names = {};
+    var breaks = [];
+    sessions.forEach(function (s) {
+      names[s.session] = nameOf(s);
+      (s.breaks || []).forEach(function (b) { if (b.by === 'client') breaks.push(b); });
+    });
+    renderMode(stats);
     var now = renderTotals(stats, sessions);
     renderSessions(sessions);
-    renderResults(stats);
-    renderChart(stats, now);
+    renderResults(stats, names);
+    renderChart(now, breaks);
+    var p = stats.prices;
+    // Money only when the proxy was given a price (--price-per-mtok).
+    show('.money', p !== null && p !== undefined);
+    $('prices').textContent = p ? 'at $' + p.perMTok + ' per million input tokens, cached ' + Math.round(p.cachedDiscount * 100) + '% off' : '';
   }
 
   var timer = null;
@@ -326,10 +294,10 @@ const JS = `
       }
       if (!res.ok) throw new Error('/stats answered ' + res.status);
       return res.json().then(function (stats) {
-        if (!isObj(stats)) throw new Error('/stats did not answer a JSON object');
+        if (stats === null || typeof stats !== 'object' || !stats.totals) throw new Error('/stats did not answer its figures');
         banner('', '');
         render(stats);
-        $('status').textContent = 'updated ' + new Date().toLocaleTimeString('en-GB') + ' \\u00b7 every ' + (POLL_MS / 1000) + ' s';
+        $('status').textContent = 'updated ' + time(new Date().toISOString()) + ' (' + ZONE + ') \\u00b7 every ' + (POLL_MS / 1000) + ' s';
         document.body.setAttribute('data-loaded', 'true');
       });
     }).catch(function (err) {
@@ -369,30 +337,34 @@ const PAGE = `<!doctype html>
 </header>
 <main>
   <div id="banner" class="banner" role="status" hidden></div>
+  <div id="mode" class="banner warn" hidden>Observing (--observe): every request went upstream as the agent sent it. The figures are what the proxy would save.</div>
   <section class="totals" aria-label="Totals">
     <div class="card"><div class="label">Sessions</div><div class="value" id="t-sessions">–</div></div>
     <div class="card"><div class="label">Requests</div><div class="value" id="t-requests">–</div></div>
-    <div class="card"><div class="label">Input tokens</div><div class="value" id="t-input">–</div></div>
-    <div class="card"><div class="label">Tokens saved (est.)</div><div class="value" id="t-saved">–</div></div>
+    <div class="card"><div class="label">Input tokens sent</div><div class="value" id="t-input">–</div></div>
+    <div class="card"><div class="label" data-saved-label=", tokens">Saved, tokens</div><div class="value" id="t-saved">–</div></div>
+    <div class="card money" hidden><div class="label" data-saved-label=", dollars">Saved, dollars</div><div class="value" id="t-money">–</div><div class="note" id="prices"></div></div>
     <div class="card"><div class="label">Cache-hit ratio</div><div class="value" id="t-ratio">–</div></div>
+    <div class="card"><div class="label">Recalls</div><div class="value" id="t-recalls">–</div></div>
+    <div class="card"><div class="label">Cache broken by the client</div><div class="value" id="t-breaks">–</div><div class="note" id="t-breaks-tokens"></div></div>
   </section>
   <section class="card">
     <h2>Over time</h2>
-    <div class="legend"><span><i style="background:var(--accent)"></i>cache-hit ratio (left)</span><span><i style="background:var(--accent2)"></i>tokens saved, est. (right)</span></div>
+    <div class="legend"><span><i style="background:var(--accent)"></i>cache-hit ratio (left)</span><span><i style="background:var(--accent2)"></i>tokens saved (right)</span><span><i style="background:var(--err)"></i>the client broke the cache</span></div>
     <svg id="chart" role="img" aria-label="Cache-hit ratio and tokens saved over time"></svg>
   </section>
   <section class="card">
     <h2>Sessions</h2>
     <div class="scroll"><table>
-      <thead><tr><th>Session</th><th>Scope</th><th class="num">Requests</th><th class="num">New results</th><th class="num">Stubs</th><th class="num">Dedupes</th><th class="num">Caps</th><th class="num">Input tokens</th><th class="num">Saved (est.)</th><th class="num">Cache hit</th></tr></thead>
+      <thead><tr><th>Session</th><th>Started</th><th>Agent · model · door</th><th class="num">Requests</th><th class="num">Input tokens</th><th class="num" data-saved-label=", tokens">Saved, tokens</th><th class="num money" hidden>$ saved</th><th class="num">Cache hit</th><th class="num">Recalls</th><th class="num">Client breaks</th></tr></thead>
       <tbody id="sessions-body"></tbody>
     </table></div>
     <div class="empty" id="sessions-empty">No sessions yet.</div>
   </section>
   <section class="card">
-    <h2>Recent results</h2>
+    <h2>Latest results</h2>
     <div class="scroll"><table>
-      <thead><tr><th>Id</th><th>Kind</th><th>Session</th><th class="num">Chars before</th><th class="num">Chars after</th><th>At</th></tr></thead>
+      <thead><tr><th>Id</th><th>Shown as</th><th>Session</th><th class="num">Chars from the tool</th><th class="num">Chars sent</th><th>At</th></tr></thead>
       <tbody id="results-body"></tbody>
     </table></div>
     <div class="empty" id="results-empty">No results yet.</div>

@@ -34,7 +34,11 @@ export type Prepared =
       readonly place: AnswerPlace
       /** Client items in the request. */
       readonly items: number
-      readonly stats: HistoryStats & { readonly spliced: number }
+      readonly stats: HistoryStats & {
+        readonly spliced: number
+        /** What the proxy adds to every request: the prompt block and the recall tool. */
+        readonly overheadChars: number
+      }
       /** False when the client defines its own `recall`: nothing is intercepted then. */
       readonly recall: boolean
     }
@@ -243,10 +247,27 @@ function finish(
     session: shaped.session,
     place: shaped.place,
     items,
-    stats: { ...shaped.stats, spliced, ...(broken ? { cacheBreak: broken } : {}) },
+    stats: {
+      ...shaped.stats,
+      spliced,
+      overheadChars: overheadChars(deps, clientHasRecall),
+      ...(broken ? { cacheBreak: broken } : {}),
+    },
     recall: !clientHasRecall,
   }
 }
+
+/** The prompt block and the recall tool (unless the client has its own), in characters. */
+function overheadChars(deps: PrepareDeps, clientHasRecall: boolean): number {
+  let chars = overheads.get(deps.recall)
+  if (chars === undefined) {
+    chars = JSON.stringify(deps.recall.tool).length
+    overheads.set(deps.recall, chars)
+  }
+  return deps.promptBlock.length + (clientHasRecall ? 0 : chars)
+}
+
+const overheads = new WeakMap<object, number>()
 
 function checked(door: Door, json: unknown): Json {
   const result = door.check(json)

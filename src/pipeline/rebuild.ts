@@ -6,7 +6,7 @@ import { compactionTables, recordHead, summaryKey, withTable } from '../session/
 import type { Store } from '../store/store.js'
 import type { Profile } from '../tools/index.js'
 import type { Workspace } from '../workspace/index.js'
-import { withText, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
+import { contentText, withText, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
 import type { CacheBreak } from './breaks.js'
 import { pacer } from '../pace/index.js'
@@ -46,6 +46,11 @@ export interface HistoryStats {
   results?: NewResult[]
   /** Where the request stopped repeating the session's previous one, and who changed it. */
   cacheBreak?: CacheBreak
+  /**
+   * Over every tool message the request carries (not only new ones): the client's characters
+   * less what went upstream. What this request did not send.
+   */
+  carriedChars?: number
 }
 
 /** A known tool's result that was not as expected: the tool, and what was expected of it. */
@@ -68,6 +73,8 @@ export interface HistoryState {
   readonly seen: ReadonlyMap<string, number>
   /** The session's batches of elided results, as far as they apply here. */
   readonly elision: Elision
+  /** `carriedChars` of the tool messages so far. */
+  readonly carried: number
 }
 
 export interface Rebuilt {
@@ -270,6 +277,7 @@ async function assemble(
   const views = new Map(start?.views ?? [])
   let lastToolKey = start?.lastToolKey
   let calls: ReadonlyMap<string, ToolCall> = start?.calls ?? new Map()
+  let carried = start?.carried ?? 0
   let snapshot: HistoryState | undefined
   const stateNow = (seen: ReadonlyMap<string, number>, copy: boolean): HistoryState => ({
     table: copy ? table.clone() : table,
@@ -278,6 +286,7 @@ async function assemble(
     calls,
     seen,
     elision: input.elision,
+    carried,
   })
   const pace = pacer()
   const out: ChatMessage[] = []
@@ -287,6 +296,7 @@ async function assemble(
   }
   const state = stateNow(input.keys.seen, false)
   if (input.snapshotAt === messages.length) snapshot = state
+  stats.carriedChars = carried
   return { messages: out, stats, state, snapshot, extra }
 
   function assembled(message: ChatMessage, index: number): ChatMessage {
@@ -308,13 +318,16 @@ async function assemble(
     const record = toolRecords.get(key)
     if (!record) throw new Error('a tool message was left without a rendering')
     for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
+    const sent = contentText(message.content).length
     const standIn = input.elision.texts.get(key)
     if (standIn !== undefined) {
       stats.elided = (stats.elided ?? 0) + 1
+      carried += sent - standIn.length
       return after({ ...message, content: withText(message.content, standIn) })
     }
     const shown = addShown(table, record)
     if (shown.stub) stats.stubs++
+    carried += sent - contentText(shown.content).length
     return after({ ...message, content: shown.content })
   }
 }

@@ -62,7 +62,10 @@ const COLUMNS: readonly [header: string, value: (f: Figures) => string][] = [
   ['caps', (f) => String(f.caps)],
   ['chars saved', (f) => String(f.charsSaved)],
   ['~tokens saved', (f) => String(f.tokensSavedEstimate)],
+  ['~input saved', (f) => String(f.inputTokensSaved ?? 0)],
+  ['$ saved', (f) => (f.moneySaved == null ? '-' : f.moneySaved.toFixed(4))],
   ['recalls', (f) => String(f.recalls)],
+  ['client breaks', (f) => String(f.clientBreaks ?? 0)],
   ['prompt', (f) => String(f.promptTokens)],
   ['cached', (f) => String(f.cachedTokens)],
   ['cached %', (f) => (f.cachedRatio === null ? '-' : (f.cachedRatio * 100).toFixed(1))],
@@ -71,17 +74,21 @@ const COLUMNS: readonly [header: string, value: (f: Figures) => string][] = [
 
 /** One row per session (most recent first) and a total; token savings are chars / 4. */
 export function formatStats(snapshot: StatsSnapshot): string {
+  const name = (s: StatsSnapshot['sessions'][number]) =>
+    s.title ? `${s.title.slice(0, 40)} (${s.session.slice(-8)})` : s.session
   const rows = [
     ['session', ...COLUMNS.map(([header]) => header)],
-    ...snapshot.sessions.map((s) => [s.session, ...COLUMNS.map(([, value]) => value(s))]),
+    ...snapshot.sessions.map((s) => [name(s), ...COLUMNS.map(([, value]) => value(s))]),
     ['total', ...COLUMNS.map(([, value]) => value(snapshot.totals))],
   ]
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)))
   const line = (row: string[]) =>
     row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')
+  const observing = snapshot.observe ? ' (observing: what the proxy would save)' : ''
   return (
-    `since ${snapshot.since}; ${snapshot.sessions.length} session(s)\n` +
+    `since ${snapshot.since}; ${snapshot.sessions.length} session(s)${observing}\n` +
     rows.map(line).join('\n') +
-    '\n(~tokens saved: characters / 4, an estimate)\n'
+    '\n(~tokens saved: characters / 4, an estimate, once per new result; ~input saved: what every' +
+    '\n request did not carry, less the prompt block and recall tool; $ saved with --price-per-mtok)\n'
   )
 }

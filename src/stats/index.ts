@@ -20,6 +20,17 @@ export interface RebuildCounts {
   readonly unrecognised?: readonly { readonly tool: string; readonly expected: string }[]
   /** Where the request stopped repeating the session's previous one, and who changed it. */
   readonly cacheBreak?: CacheBreak | undefined
+  /** Over every tool message the request carries: the client's characters less those sent. */
+  readonly carriedChars?: number | undefined
+  /** The prompt block and the recall tool the proxy added, in characters. */
+  readonly overheadChars?: number | undefined
+}
+
+/** `--price-per-mtok` with `--cached-discount` and `--cache-write-premium`: money, when set. */
+export interface Prices {
+  readonly perMTok: number
+  readonly cachedDiscount: number
+  readonly writePremium: number
 }
 
 /** A break of the prompt cache as /stats lists it: when, where, by whom, what it cost. */
@@ -83,6 +94,13 @@ export interface Figures {
   charsSaved: number
   /** charsSaved / 4, rounded: an estimate, not a tokenizer's count. */
   tokensSavedEstimate: number
+  /**
+   * Input tokens the requests did not carry (characters / 4): every shortened result counts in
+   * each request that carries it, less the prompt block and recall tool each request carries.
+   */
+  inputTokensSaved: number
+  /** Those tokens in dollars at `prices` (new ones uncached, the rest cached); null without. */
+  moneySaved: number | null
   recalls: number
   /** Results of known agent tools not as their profile expects: the agent's output drifted. */
   unrecognised: number
@@ -115,6 +133,8 @@ export interface SessionFigures extends Figures {
 
 export interface StatsSnapshot {
   readonly since: string
+  /** The prices money is counted at (`--price-per-mtok`); null: no money shown. */
+  readonly prices: Prices | null
   /** `--observe`: nothing was changed upstream; the figures are what would have been saved. */
   readonly observe: boolean
   readonly totals: Figures
@@ -154,8 +174,9 @@ export const CHARS_PER_TOKEN = 4
 
 /** An in-process collector; sessions beyond `maxSessions` are dropped, least recent first. */
 export function createStats(
-  options: { maxSessions?: number; observe?: boolean } = {},
+  options: { maxSessions?: number; observe?: boolean; prices?: Prices | undefined } = {},
 ): StatsCollector {
+  const prices = options.prices ?? null
   const maxSessions = options.maxSessions ?? 500
   let since = new Date().toISOString()
   const totals = emptyFigures()
@@ -172,7 +193,7 @@ export function createStats(
   return {
     recordRequest(request) {
       const usage = upstreamUsage(request.usage, request.timings)
-      add(totals, request, usage)
+      add(totals, request, usage, prices)
       if (request.session !== undefined) {
         const now = new Date().toISOString()
         let figures = sessions.get(request.session)
@@ -189,7 +210,7 @@ export function createStats(
         // Named by its first request that says: the first words it began with.
         if (figures.title === undefined && request.label) Object.assign(figures, request.label)
         figures.lastSeen = now
-        add(figures, request, usage)
+        add(figures, request, usage, prices)
         const broken = request.rebuild?.cacheBreak
         if (broken) {
           figures.breaks = [...figures.breaks, { at: now, ...broken }].slice(-SESSION_BREAKS)
@@ -242,6 +263,7 @@ export function createStats(
       return {
         since,
         observe: options.observe ?? false,
+        prices,
         totals: { ...totals },
         unrecognisedByTool: Object.fromEntries(unrecognisedByTool),
         recent: [...recent],
@@ -293,6 +315,8 @@ function emptyFigures(): Figures {
     caps: 0,
     charsSaved: 0,
     tokensSavedEstimate: 0,
+    inputTokensSaved: 0,
+    moneySaved: null,
     recalls: 0,
     unrecognised: 0,
     clientBreaks: 0,
@@ -306,7 +330,12 @@ function emptyFigures(): Figures {
   }
 }
 
-function add(figures: Figures, request: FinishedRequest, usage: UpstreamUsage): void {
+function add(
+  figures: Figures,
+  request: FinishedRequest,
+  usage: UpstreamUsage,
+  prices: Prices | null,
+): void {
   figures.requests++
   if (request.upstreamError) figures.upstreamErrors++
   const rebuild = request.rebuild
@@ -317,6 +346,9 @@ function add(figures: Figures, request: FinishedRequest, usage: UpstreamUsage): 
     figures.caps += rebuild.caps
     figures.charsSaved += rebuild.charsSaved
     figures.tokensSavedEstimate = Math.round(figures.charsSaved / CHARS_PER_TOKEN)
+    const saved = savedOn(rebuild, prices)
+    figures.inputTokensSaved += saved.tokens
+    if (saved.money !== null) figures.moneySaved = round6((figures.moneySaved ?? 0) + saved.money)
     figures.unrecognised += rebuild.unrecognised?.length ?? 0
     const broken = rebuild.cacheBreak
     if (broken?.by === 'client') {
@@ -333,6 +365,30 @@ function add(figures: Figures, request: FinishedRequest, usage: UpstreamUsage): 
   figures.cachedTokens += usage.cachedTokens
   figures.cachedRatio =
     figures.promptTokens > 0 ? round(figures.cachedTokens / figures.promptTokens) : null
+}
+
+/**
+ * What one request did not send, in tokens and money. The results new in it are priced as
+ * uncached input written to the cache; the rest of what it carries as cached input (the
+ * previous request's prefix), which is where a result saves again on every later request.
+ */
+export function savedOn(
+  rebuild: RebuildCounts,
+  prices: Prices | null,
+): { tokens: number; money: number | null } {
+  if (rebuild.carriedChars === undefined) return { tokens: 0, money: null }
+  const tokens = Math.round((rebuild.carriedChars - (rebuild.overheadChars ?? 0)) / CHARS_PER_TOKEN)
+  if (!prices) return { tokens, money: null }
+  const fresh = rebuild.charsSaved / CHARS_PER_TOKEN
+  const perToken = prices.perMTok / 1_000_000
+  const money =
+    fresh * perToken * (1 + prices.writePremium) +
+    (tokens - fresh) * perToken * (1 - prices.cachedDiscount)
+  return { tokens, money }
+}
+
+function round6(value: number): number {
+  return Math.round(value * 1e6) / 1e6
 }
 
 function round(value: number): number {

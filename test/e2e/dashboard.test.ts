@@ -1,8 +1,8 @@
 /**
- * The dashboard at `GET /`, in a real headless Chromium (Debian's, driven by playwright-core):
- * a stub server serves `dashboardHtml()` and a fixed `/stats` behind the shared secret; the page
- * asks for the secret, then shows the totals, a session row and a result id, and its screenshot is
- * a non-blank PNG of the viewport's size.
+ * The dashboard at `GET /`, in a real headless Chromium (Debian's, driven by playwright-core),
+ * at a laptop's 1280x800 and a phone's 390x844, in another time zone than the machine's. Every
+ * number on the page is checked against the `/stats` it read: a snapshot made by the real
+ * collector (a stub server serves it behind the shared secret), and a real proxy's.
  */
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
@@ -13,73 +13,82 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { inflateSync } from 'node:zlib'
-import { chromium, type BrowserContext } from 'playwright-core'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { dashboardHtml } from '../../src/http/dashboard.js'
-import { createStats, type StatsSnapshot } from '../../src/stats/index.js'
+import { createStats, type FinishedRequest, type StatsSnapshot } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
 import { postChat, startProxy } from '../helpers/proxy.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const SECRET = 's3cret'
-const VIEWPORT = { width: 1280, height: 900 }
+const ZONE = 'Asia/Tokyo'
+const LAPTOP = { width: 1280, height: 800 }
+const PHONE = { width: 390, height: 844 }
+const PRICES = { perMTok: 3, cachedDiscount: 0.9, writePremium: 0 }
 
-const at = (s: number): string => new Date(Date.UTC(2026, 11, 2, 9, 0, s)).toISOString()
-const STATS = {
-  total: {
-    sessions: 2,
-    requests: 57,
-    newResults: 41,
-    stubs: 12,
-    dedupes: 5,
-    caps: 3,
-    charsSaved: 1_234_000,
-    usage: { prompt_tokens: 1_876_543, completion_tokens: 20_410, cached_tokens: 1_520_000 },
-    cachedRatio: 0.81,
-  },
-  sessions: [
-    {
-      id: 'sess-alpha',
-      scope: 'explicit',
-      requests: 40,
-      newResults: 30,
-      stubs: 9,
-      dedupes: 4,
-      caps: 2,
-      charsSaved: 1_000_000,
-      usage: { prompt_tokens: 1_400_000, completion_tokens: 15_000, cached_tokens: 1_200_000 },
-      cachedRatio: 0.857,
+/** A snapshot as the proxy's own collector makes it: two sessions, results, a client break. */
+function snapshotOf(options: { prices?: typeof PRICES; observe?: boolean }): StatsSnapshot {
+  const stats = createStats(options)
+  const request = (session: string, more: Partial<FinishedRequest>): FinishedRequest => ({
+    door: 'chat',
+    session,
+    status: 200,
+    ms: 5,
+    stream: false,
+    recalls: 0,
+    upstreamError: false,
+    usage: {
+      prompt_tokens: 40_000,
+      completion_tokens: 200,
+      prompt_tokens_details: { cached_tokens: 30_000 },
     },
-    {
-      id: 'sess-beta',
-      scope: 'implicit',
-      requests: 17,
-      newResults: 11,
-      stubs: 3,
-      dedupes: 1,
-      caps: 1,
-      charsSaved: 234_000,
-      usage: { prompt_tokens: 476_543, completion_tokens: 5_410 },
-    },
-  ],
-  recent: [
-    {
-      at: at(30),
-      session: 'sess-alpha',
-      usage: { prompt_tokens: 52_000, cached_tokens: 48_000 },
-      results: [
-        { id: '#0012', kind: 'read', charsBefore: 18_400, charsAfter: 620 },
-        { id: '#0013', kind: 'grep', charsBefore: 9_100, charsAfter: 2_400 },
-      ],
-    },
-    { at: at(20), session: 'sess-beta', results: [{ id: '#0007', kind: 'list' }] },
-  ],
-  series: [
-    { at: at(0), cachedRatio: 0.2, charsSaved: 40_000 },
-    { at: at(10), cachedRatio: 0.55, charsSaved: 400_000 },
-    { at: at(20), cachedRatio: 0.72, charsSaved: 800_000 },
-    { at: at(30), cachedRatio: 0.81, charsSaved: 1_234_000 },
-  ],
+    ...more,
+  })
+  const rebuild = (charsSaved: number, carriedChars: number) => ({
+    newResults: 2,
+    stubs: 1,
+    dedupes: 0,
+    caps: 1,
+    charsSaved,
+    carriedChars,
+    overheadChars: 600,
+    results: [
+      { id: '#0012', kind: 'read', charsBefore: 18_400, charsAfter: 620 },
+      { id: '#0013', kind: 'output: capped', charsBefore: 9_100, charsAfter: 2_400 },
+    ],
+  })
+  const alpha = {
+    agent: 'opencode',
+    model: 'qwen3-coder',
+    title: 'Fix the flaky login test',
+  }
+  stats.recordRequest(request('t1/e-alpha', { label: alpha, rebuild: rebuild(26_480, 26_480) }))
+  stats.recordRequest(
+    request('t1/e-alpha', { label: alpha, recalls: 1, rebuild: rebuild(0, 26_480) }),
+  )
+  stats.recordRequest(
+    request('t1/e-alpha', {
+      label: alpha,
+      rebuild: {
+        ...rebuild(0, 20_000),
+        cacheBreak: { item: 3, role: 'tool', by: 'client', tokens: 9_000 },
+      },
+    }),
+  )
+  stats.recordRequest(
+    request('t2/i-beta', {
+      door: 'messages',
+      label: {
+        agent: 'claude-cli',
+        model: 'claude-sonnet-4-5',
+        title: 'Why is CI red?',
+      },
+      usage: { input_tokens: 12_000, cache_read_input_tokens: 8_000, output_tokens: 90 },
+      rebuild: rebuild(4_000, 4_000),
+    }),
+  )
+  return stats.snapshot()
 }
 
 let server: Server
@@ -88,47 +97,7 @@ const userDataDirs: string[] = []
 let shotDir: string
 const statsAuth: (string | undefined)[] = []
 let statsDown = false
-let statsBody: unknown = STATS
-
-/** The shape src/stats answers today (StatsSnapshot): flat token counts, no recent results. */
-const SNAPSHOT = {
-  since: at(0),
-  totals: {
-    requests: 9,
-    upstreamErrors: 0,
-    newResults: 6,
-    stubs: 2,
-    dedupes: 1,
-    caps: 0,
-    charsSaved: 48_000,
-    tokensSavedEstimate: 12_000,
-    recalls: 0,
-    promptTokens: 90_000,
-    completionTokens: 3_000,
-    cachedTokens: 63_000,
-    cachedRatio: 0.7,
-  },
-  sessions: [
-    {
-      session: 'sess-gamma',
-      requests: 9,
-      upstreamErrors: 0,
-      newResults: 6,
-      stubs: 2,
-      dedupes: 1,
-      caps: 0,
-      charsSaved: 48_000,
-      tokensSavedEstimate: 12_000,
-      recalls: 0,
-      promptTokens: 90_000,
-      completionTokens: 3_000,
-      cachedTokens: 0,
-      cachedRatio: null,
-      firstSeen: at(0),
-      lastSeen: at(30),
-    },
-  ],
-}
+let statsBody: unknown = snapshotOf({ prices: PRICES })
 
 before(async () => {
   assert.ok(
@@ -170,7 +139,42 @@ after(async () => {
   if (shotDir) await rm(shotDir, { recursive: true, force: true })
 })
 
-test('the dashboard asks for the secret, then renders /stats and screenshots non-blank', async () => {
+const int = (n: number) => Math.round(n).toLocaleString('en-US')
+const pct = (r: number | null) => (r === null ? '–' : (r * 100).toFixed(1) + '%')
+const money = (v: number | null) => (v === null ? '–' : '$' + v.toFixed(Math.abs(v) < 1 ? 4 : 2))
+const clock = (iso: string) =>
+  new Date(iso).toLocaleTimeString('en-GB', { hour12: false, timeZone: ZONE })
+
+async function cells(page: Page, selector: string): Promise<string[][]> {
+  return page
+    .locator(selector)
+    .evaluateAll((trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+    )
+}
+
+/** The page at a viewport: no horizontal scrollbar, every card inside, a screenshot of its size. */
+async function fits(page: Page, viewport: { width: number; height: number }, name: string) {
+  await page.setViewportSize(viewport)
+  // Strings, run in the page: this file is type-checked without the DOM's types.
+  const width = (await page.evaluate(
+    '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+  )) as { scroll: number; client: number }
+  assert.ok(width.scroll <= width.client, `${name}: ${JSON.stringify(width)}`)
+  const outside = (await page.evaluate(
+    `[...document.querySelectorAll('.card:not([hidden])')].filter((c) => { const r = c.getBoundingClientRect(); return r.left < 0 || r.right > ${viewport.width} }).length`,
+  )) as number
+  assert.equal(outside, 0, `${name}: every card inside the window`)
+  const shot = join(shotDir, `${name}.png`)
+  await page.screenshot({ path: shot, fullPage: false })
+  const png = decodePng(await readFile(shot))
+  assert.equal(png.width, viewport.width, `${name}: screenshot width`)
+  assert.equal(png.height, viewport.height, `${name}: screenshot height`)
+  assert.ok(png.distinctColors > 8, `${name}: the screenshot has ${png.distinctColors} colours`)
+}
+
+test('the dashboard asks for the secret, then shows /stats in money, names and the viewer’s time, on a laptop and a phone', async () => {
+  const stats = statsBody as StatsSnapshot
   const context = await launch()
   try {
     const page = context.pages()[0] ?? (await context.newPage())
@@ -181,48 +185,105 @@ test('the dashboard asks for the secret, then renders /stats and screenshots non
     // No secret yet: /stats answers 401 and the page says what to do.
     await page.locator('#banner', { hasText: 'shared secret' }).waitFor({ timeout: 10_000 })
     assert.equal(await page.textContent('#t-requests'), '–')
-
     await page.fill('#auth', SECRET)
     await page.click('#auth-form button')
     await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 })
     assert.equal(statsAuth.at(-1), SECRET)
     assert.equal(await page.evaluate("sessionStorage.getItem('lembas-auth')"), SECRET)
     assert.equal(await page.isHidden('#banner'), true)
+    assert.equal(await page.isHidden('#mode'), true, 'not observing')
 
-    assert.equal(await page.textContent('#t-sessions'), '2')
-    assert.equal(await page.textContent('#t-requests'), '57')
-    assert.equal(await page.textContent('#t-input'), '1,876,543')
-    assert.equal(await page.textContent('#t-saved'), '308,500') // 1,234,000 chars / 4
-    assert.equal(await page.textContent('#t-ratio'), '81.0%')
+    const t = stats.totals
+    const shown = async (id: string) => page.textContent(id)
+    assert.equal(await shown('#t-sessions'), String(stats.sessions.length))
+    assert.equal(await shown('#t-requests'), int(t.requests))
+    assert.equal(await shown('#t-input'), int(t.promptTokens))
+    assert.equal(await shown('#t-saved'), int(t.inputTokensSaved))
+    assert.ok(t.moneySaved! > 0, `money ${t.moneySaved}`)
+    assert.equal(await page.isVisible('#t-money'), true, 'prices set: money shown')
+    assert.equal(await shown('#t-money'), money(t.moneySaved))
+    assert.match((await shown('#prices'))!, /\$3 per million input tokens, cached 90% off/)
+    assert.equal(await shown('#t-ratio'), pct(t.cachedRatio))
+    assert.equal(await shown('#t-recalls'), int(t.recalls))
+    assert.equal(await shown('#t-breaks'), '1')
+    assert.equal(await shown('#t-breaks-tokens'), '9,000 tokens billed again')
 
-    const alpha = page.locator('#sessions-body tr[data-session="sess-alpha"]')
-    assert.equal(await alpha.count(), 1)
-    const alphaCells = await alpha.locator('td').allTextContents()
-    assert.deepEqual(alphaCells.slice(0, 3), ['sess-alpha', 'explicit', '40'])
-    // The second session has no cached_tokens: its ratio is unknown, not 0%.
-    const betaCells = await page
-      .locator('#sessions-body tr[data-session="sess-beta"] td')
-      .allTextContents()
-    assert.equal(betaCells.at(-1), '–')
+    const rows = await cells(page, '#sessions-body tr')
+    assert.deepEqual(
+      rows,
+      stats.sessions.map((s) => [
+        s.title!,
+        new Date(s.firstSeen).toLocaleString('en-GB', {
+          hour12: false,
+          month: 'short',
+          day: 'numeric',
+          hour: '2-digit',
+          minute: '2-digit',
+          timeZone: ZONE,
+        }),
+        [s.agent, s.model, s.door].join(' · '),
+        int(s.requests),
+        int(s.promptTokens),
+        int(s.inputTokensSaved),
+        money(s.moneySaved),
+        pct(s.cachedRatio),
+        int(s.recalls),
+        int(s.clientBreaks),
+      ]),
+    )
+    const breakTitle = await page.getAttribute(
+      '#sessions-body tr[data-session="t1/e-alpha"] td:last-child',
+      'title',
+    )
+    assert.match(breakTitle!, /the client changed item 3 \(tool\); 9,000 tokens billed again/)
 
-    const results: string[][] = []
-    for (const row of await page.locator('#results-body tr').all()) {
-      results.push(await row.locator('td').allTextContents())
-    }
-    assert.equal(results.length, 3)
-    assert.deepEqual(results[0]?.slice(0, 5), ['#0012', 'read', 'sess-alpha', '18,400', '620'])
-    assert.deepEqual(results[2]?.slice(0, 5), ['#0007', 'list', 'sess-beta', '–', '–'])
+    const results = await cells(page, '#results-body tr')
+    const expected = stats.recent.flatMap((req) =>
+      req.results.map((r) => [
+        r.id,
+        r.kind,
+        stats.sessions.find((s) => s.session === req.session)!.title!,
+        int(r.charsBefore),
+        int(r.charsAfter),
+        clock(req.at),
+      ]),
+    )
+    assert.deepEqual(results, expected)
+    assert.match((await shown('#status'))!, new RegExp(`\\(${ZONE}\\)`), 'says the time zone')
 
     assert.ok((await page.locator('#chart path').count()) >= 2, 'the chart draws two lines')
+    assert.equal(await page.locator('#chart .break-mark').count(), 1, 'a mark for the break')
     assert.deepEqual(errors, [])
 
-    const shot = join(shotDir, 'dashboard.png')
-    await page.screenshot({ path: shot })
-    const png = decodePng(await readFile(shot))
-    assert.equal(png.width, VIEWPORT.width)
-    assert.equal(png.height, VIEWPORT.height)
-    assert.ok(png.distinctColors > 8, `the screenshot has ${png.distinctColors} colours`)
+    await fits(page, LAPTOP, 'laptop')
+    await fits(page, PHONE, 'phone')
   } finally {
+    await context.close()
+  }
+})
+
+test('observing and without prices: "would save", no money', async () => {
+  statsBody = snapshotOf({ observe: true })
+  const context = await launch()
+  try {
+    const page = context.pages()[0] ?? (await context.newPage())
+    await page.addInitScript(`sessionStorage.setItem('lembas-auth', '${SECRET}')`)
+    await page.goto(`${base}/`)
+    await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 })
+    assert.equal(await page.isVisible('#mode'), true, 'the observe banner')
+    assert.match((await page.textContent('#mode'))!, /what the proxy would save/)
+    const labels = await page.locator('[data-saved-label]').allTextContents()
+    assert.ok(
+      labels.every((l) => l.startsWith('Would save')),
+      labels.join(' | '),
+    )
+    assert.equal(await page.isVisible('#t-money'), false, 'no prices: no money')
+    assert.equal(await page.locator('#sessions-body td.money:visible').count(), 0)
+    const stats = statsBody as StatsSnapshot
+    assert.equal(await page.textContent('#t-saved'), int(stats.totals.inputTokensSaved))
+    await fits(page, PHONE, 'phone-observe')
+  } finally {
+    statsBody = snapshotOf({ prices: PRICES })
     await context.close()
   }
 })
@@ -237,41 +298,6 @@ test('the dashboard says so when /stats is unreachable', async () => {
     assert.equal(await page.textContent('#status'), 'unreachable')
   } finally {
     statsDown = false
-    await context.close()
-  }
-})
-
-test('the dashboard reads the flat StatsSnapshot shape too', async () => {
-  statsBody = SNAPSHOT
-  const context = await launch()
-  try {
-    const page = context.pages()[0] ?? (await context.newPage())
-    await page.addInitScript(`sessionStorage.setItem('lembas-auth', '${SECRET}')`)
-    await page.goto(`${base}/`)
-    await page.waitForSelector('body[data-loaded="true"]', { timeout: 10_000 })
-    assert.equal(await page.textContent('#t-sessions'), '1')
-    assert.equal(await page.textContent('#t-requests'), '9')
-    assert.equal(await page.textContent('#t-input'), '90,000')
-    assert.equal(await page.textContent('#t-saved'), '12,000')
-    assert.equal(await page.textContent('#t-ratio'), '70.0%')
-    const cells = await page
-      .locator('#sessions-body tr[data-session="sess-gamma"] td')
-      .allTextContents()
-    assert.deepEqual(cells, [
-      'sess-gamma',
-      '–',
-      '9',
-      '6',
-      '2',
-      '1',
-      '0',
-      '90,000',
-      '12,000',
-      '0.0%',
-    ])
-    assert.equal(await page.isVisible('#results-empty'), true)
-  } finally {
-    statsBody = STATS
     await context.close()
   }
 })
@@ -292,7 +318,9 @@ async function launch(): Promise<BrowserContext> {
       '--disable-component-update',
       '--disable-sync',
     ],
-    viewport: VIEWPORT,
+    viewport: LAPTOP,
+    timezoneId: ZONE,
+    locale: 'en-GB',
   })
   return context
 }
@@ -415,7 +443,7 @@ test('against a real proxy: the latest results panel fills from its /stats', asy
     // The session row is named by its first words, and says its agent, model and door.
     const session = await page.locator('#sessions-body tr td').allTextContents()
     assert.equal(session[0], 'count')
-    assert.match(session[1]!, /· m · chat$/)
+    assert.match(session[2]!, /· m · chat$/)
     // No horizontal scrollbar on a laptop or a phone: wide tables scroll inside their panel.
     for (const viewport of [
       { width: 1280, height: 800 },
