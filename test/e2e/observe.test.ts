@@ -102,7 +102,7 @@ test('--observe: every door forwards the agent bytes, shapes in shadow, and /sta
     const door = DOORS[0]!
     upstream.setScript(script(door))
     const { got } = await session(door, proxy.url, upstream)
-    assert.match(got.at(-1)!.body, /\[#0001\]/, 'shaped once observing is off')
+    assert.match(got.at(-1)!.body, /\[#0001 a\.txt lines 1-400\]/, 'shaped once observing is off')
     const stats = (await (await fetch(proxy.url + '/stats')).json()) as any
     assert.equal(stats.observe, false)
     assert.ok(!stats.sessions[0].session.startsWith('o.'), stats.sessions[0].session)
