@@ -226,7 +226,8 @@ describe('stats and metrics', () => {
     const rows = table.stdout.split('\n')
     assert.match(rows[1]!, /^session\s+requests\s+errors\s+new\s+stubs\s+dedupes\s+caps/)
     assert.ok(
-      rows.some((row) => /^\S+\s+6\s+0\s+5\s+\d+\s+2\s+1\s/.test(row)),
+      // Named by its first words and the end of its scope.
+      rows.some((row) => /^Tidy app\.ts \(\S{8}\)\s+6\s+0\s+5\s+\d+\s+2\s+1\s/.test(row)),
       table.stdout,
     )
     assert.ok(
