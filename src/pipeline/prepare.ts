@@ -188,7 +188,8 @@ async function spliced(
     newText.length <= WHOLE_PARSE_BYTES
       ? parseJson('[' + newText + ']', deps.maxDepth - 1)
       : await parseElements(bytes, lastEnd, tail.ends, deps.maxDepth - 2)
-  const rest = parseJson(restText, deps.maxDepth)
+  const same = state.rest?.text === restText
+  const rest = same ? state.rest!.value : parseJson(restText, deps.maxDepth)
   const request = checked(door, { ...(rest as object), [door.arrayKey]: appended })
   if (!door.shaped(request)) return undefined
   const items = request[door.arrayKey] as Json[]
@@ -214,12 +215,19 @@ async function spliced(
     deps,
   )
   if (!shaped) return undefined // a batch of elided results is due: the full path decides it
-  const fixed = fixedDigests(request)
+  const fixed = same ? state.fixed : fixedDigests(request)
   if (shaped.remember) {
     const { covered, ...next } = shaped.remember
     const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)
+    const remembered = { text: restText, value: rest }
     if (end !== undefined)
-      deps.splice.remember(key, { ...state, ...next, fixed, prefix: bytes.subarray(0, end) })
+      deps.splice.remember(key, {
+        ...state,
+        ...next,
+        fixed,
+        rest: remembered,
+        prefix: bytes.subarray(0, end),
+      })
   }
   const count = state.itemCount + items.length
   return finish(door, request, count, shaped, 1, deps, fieldBreak(state, fixed))

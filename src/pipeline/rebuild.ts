@@ -6,7 +6,13 @@ import { compactionTables, recordHead, summaryKey, withTable } from '../session/
 import type { Store } from '../store/store.js'
 import type { Profile } from '../tools/index.js'
 import type { Workspace } from '../workspace/index.js'
-import { contentText, withText, type ChatMessage, type ToolCall, type ToolDefinition } from '../wire/chat.js'
+import {
+  contentText,
+  withText,
+  type ChatMessage,
+  type ToolCall,
+  type ToolDefinition,
+} from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
 import type { CacheBreak } from './breaks.js'
 import { pacer } from '../pace/index.js'

@@ -16,6 +16,11 @@ export interface SpliceState {
   readonly systemKey: string
   /** Digests of the fields a prompt cache keys on besides the history (see breaks.ts). */
   readonly fixed: Record<string, string>
+  /**
+   * The request's fields around the array, as text and parsed: the next request most often
+   * sends the same (tools, system), and then they are neither parsed nor digested again.
+   */
+  readonly rest?: { readonly text: string; readonly value: unknown } | undefined
   /** The last message may be followed by a summary (opencode): the next request goes the full way. */
   readonly endsWithMarker: boolean
   /** Offset of the items array's `[` in the request bytes. */
@@ -89,7 +94,10 @@ export class SpliceCache {
 function size(states: readonly SpliceState[]): number {
   return states.reduce(
     (sum, state) =>
-      sum + state.prefix.length + state.items.reduce((n, piece) => n + piece.length, 0),
+      sum +
+      state.prefix.length +
+      (state.rest?.text.length ?? 0) +
+      state.items.reduce((n, piece) => n + piece.length, 0),
     0,
   )
 }
