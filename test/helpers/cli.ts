@@ -12,18 +12,19 @@ export interface Running {
 }
 
 /**
- * Starts `lembas-proxy ARGS` (from the repository, with `env` over this process's and as `user`
- * when given) and resolves with a loopback URL once it listens; a test process that exits first
- * does not leave it behind.
+ * Starts `lembas-proxy ARGS` (from the repository's source, or the `command` given: an installed
+ * one; with `env` over this process's and as `user` when given) and resolves with a loopback URL
+ * once it listens; a test process that exits first does not leave it behind.
  */
 export async function startCli(
   args: string[],
   env: Record<string, string> = {},
   user: { uid?: number; gid?: number } = {},
+  command?: string,
 ): Promise<Running> {
   const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args],
+    command ?? process.execPath,
+    command ? args : ['--import', 'tsx', packageRoot() + 'src/cli.ts', ...args],
     {
       cwd: packageRoot(),
       env: { ...process.env, LEMBAS_LOG_LEVEL: 'warn', ...env },
