@@ -34,7 +34,7 @@ function tooLarge(maxBytes: number): LembasError {
 
 /** The upstream's own response, as it came: status, allowlisted headers, body streamed. */
 export function upstreamResponse(
-  response: UpstreamResponse,
+  response: Omit<UpstreamResponse, 'body'> & { readonly body: Readable },
   passthroughEncoding = false,
 ): Response {
   const body = [204, 304].includes(response.status)

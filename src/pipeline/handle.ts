@@ -11,7 +11,9 @@ import type { Upstream, UpstreamResponse } from '../upstream/index.js'
 import type { Door } from './door.js'
 import { sessionLabel, type SessionLabel } from '../stats/label.js'
 import type { SessionRef } from '../session/find.js'
+import type { Readable } from 'node:stream'
 import { bodyBytes } from './body.js'
+import { watchUsage } from './observe.js'
 import { completeAnswer, send, streamAnswer, type Turn } from './loop.js'
 import { prepare, type PrepareDeps, type Prepared } from './prepare.js'
 
@@ -52,7 +54,12 @@ export type Reply =
       readonly headers: Record<string, string | string[]>
       readonly events: AsyncGenerator<string>
     }
-  | { readonly kind: 'upstream'; readonly response: UpstreamResponse }
+  | {
+      readonly kind: 'upstream'
+      readonly response: Omit<UpstreamResponse, 'body'> & { readonly body: Readable }
+      /** Settles when the body has gone through (`--observe` reads its usage on the way). */
+      readonly ended?: Promise<void>
+    }
 
 export interface RequestInput {
   /** The client's body, as it came. */
@@ -87,7 +94,9 @@ export async function handle(door: Door, input: RequestInput, deps: PipelineDeps
     return { ...reply, events: untilEnd(events, () => finished(deps, seen, started, 200)) }
   }
   const status = reply.kind === 'text' ? reply.status : reply.response.status
-  finished(deps, seen, started, status, status >= 400)
+  if (reply.kind === 'upstream' && reply.ended)
+    void reply.ended.then(() => finished(deps, seen, started, status, status >= 400))
+  else finished(deps, seen, started, status, status >= 400)
   return reply
 }
 
@@ -217,7 +226,9 @@ async function run(
       body: input.rawBody,
       signal: input.signal,
     })
-    return { kind: 'upstream', response }
+    if (prepared.kind === 'plain' || response.status !== 200) return { kind: 'upstream', response }
+    const watched = watchUsage(door, prepared.request, response, seen.meter)
+    return { kind: 'upstream', response: { ...response, body: watched.body }, ended: watched.ended }
   }
   const { request, session } = prepared
   seen.messages = prepared.items

@@ -17,15 +17,22 @@ const FILE = Array.from({ length: 400 }, (_, i) => `line ${i + 1} of a.txt`).joi
 const COMMANDS = ['cat a.txt', 'ls', 'cat a.txt', 'ls']
 const OUTPUTS: Record<string, string> = { 'cat a.txt': FILE, ls: 'a.txt\nb.txt\nc.txt\n' }
 
-/** The model: the commands one by one, then a reply. */
+/** The model: the commands one by one, then a reply; a chat answer says its usage too. */
 function script(door: Door) {
   let n = 0
   return (request: RecordedRequest) => {
     const step = n++
     const command = COMMANDS[step]
-    if (command === undefined) return door.respond(request, { text: 'Done.' }, step)
     const call: DoorCall = { id: `call_${step}`, name: 'Bash', args: { command } }
-    return door.respond(request, { calls: [call] }, step)
+    const say = command === undefined ? { text: 'Done.' } : { calls: [call] }
+    const response = door.respond(request, say, step)
+    if ('json' in response && door.name === 'chat')
+      (response.json as Record<string, unknown>).usage = {
+        prompt_tokens: 50,
+        completion_tokens: 5,
+        total_tokens: 55,
+      }
+    return response
   }
 }
 
@@ -86,6 +93,13 @@ test('--observe: every door forwards the agent bytes, shapes in shadow, and /sta
       `a would-be dedupe per door: ${stats.totals.dedupes}`,
     )
     assert.ok(stats.totals.charsSaved > FILE.length, `would save: ${stats.totals.charsSaved}`)
+    // The answers passed as they came, and their usage was read on the way, on every door.
+    for (const door of DOORS) {
+      // The session of the agent's requests (the odd one above is a session of its own).
+      const session = stats.sessions.find((s: any) => s.door === door.name && s.requests > 1)
+      assert.ok(session.promptTokens > 0, `${door.name}: usage read, ${session.promptTokens}`)
+      assert.equal(session.requests, COMMANDS.length + 1)
+    }
     assert.ok(
       stats.sessions.every((s: any) => s.session.startsWith('o.')),
       `shadow sessions apart: ${stats.sessions.map((s: any) => s.session)}`,
