@@ -4,7 +4,7 @@
  * Ctrl-C, on an error, and (through a detached reaper) even when the benchmark itself is killed.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
 
 export interface Child {
@@ -238,22 +238,50 @@ export function freePort(): Promise<number> {
   })
 }
 
-/** VmRSS and VmHWM (peak RSS) of a process, in bytes; undefined once it is gone. */
-export function memoryOf(pid: number): { rss: number; hwm: number } | undefined {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-    const kb = (field: string) =>
-      Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
-    return { rss: kb('VmRSS') * 1024, hwm: kb('VmHWM') * 1024 }
-  } catch {
-    return undefined
+/** A process and every process it started (`--workers`), found through /proc. */
+export function treeOf(pid: number): number[] {
+  const parents = new Map<number, number>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
+    } catch {
+      // gone meanwhile
+    }
   }
+  const tree = [pid]
+  for (let i = 0; i < tree.length; i++)
+    for (const [child, parent] of parents) if (parent === tree[i]) tree.push(child)
+  return tree
 }
 
-/** Resets a process's peak RSS (VmHWM) to its current RSS; false where the kernel refuses. */
+/**
+ * VmRSS and VmHWM (peak RSS) of a process and its children, summed, in bytes (the sum of peaks
+ * bounds the peak of the sum from above); undefined once it is gone.
+ */
+export function memoryOf(pid: number): { rss: number; hwm: number } | undefined {
+  let total: { rss: number; hwm: number } | undefined
+  for (const one of treeOf(pid)) {
+    try {
+      const status = readFileSync(`/proc/${one}/status`, 'utf8')
+      const kb = (field: string) =>
+        Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
+      total = {
+        rss: (total?.rss ?? 0) + kb('VmRSS') * 1024,
+        hwm: (total?.hwm ?? 0) + kb('VmHWM') * 1024,
+      }
+    } catch {
+      if (one === pid) return undefined
+    }
+  }
+  return total
+}
+
+/** Resets the peak RSS (VmHWM) of a process and its children; false where the kernel refuses. */
 export function resetPeak(pid: number): boolean {
   try {
-    writeFileSync(`/proc/${pid}/clear_refs`, '5')
+    for (const one of treeOf(pid)) writeFileSync(`/proc/${one}/clear_refs`, '5')
     return true
   } catch {
     return false
@@ -262,21 +290,23 @@ export function resetPeak(pid: number): boolean {
 
 let clockTicks: number | undefined
 
-/** CPU time (user + system) a process has used so far, in milliseconds. */
+/** CPU time (user + system) a process and its children have used so far, in milliseconds. */
 export function cpuMsOf(pid: number): number | undefined {
   try {
     clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
   } catch {
     clockTicks = 100
   }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    // Fields after the command (which may contain spaces) start after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    const utime = Number(fields[11])
-    const stime = Number(fields[12])
-    return ((utime + stime) * 1000) / clockTicks
-  } catch {
-    return undefined
+  let ticks = 0
+  for (const one of treeOf(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${one}/stat`, 'utf8')
+      // Fields after the command (which may contain spaces) start after the last ')'.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      if (one === pid) return undefined
+    }
   }
+  return (ticks * 1000) / clockTicks
 }

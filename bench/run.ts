@@ -52,7 +52,7 @@ import {
 } from './doors.js'
 
 const REPO = fileURLToPath(new URL('..', import.meta.url))
-const PROXIES = ['floor', 'lembas-sqlite', 'lembas-redis', 'portkey'] as const
+const PROXIES = ['floor', 'lembas-sqlite', 'lembas-redis', 'lembas-workers', 'portkey'] as const
 const PHASES = [
   'latency',
   'stream',
@@ -84,6 +84,8 @@ const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run ben
   --seed N             workload seed (default 20261202)
   --no-pin             do not pin servers to cores with taskset
   --lembas-dist        run lembas from dist/src/cli.js (npm run build first) instead of tsx
+  --lembas-workers N   lembas-workers' --workers (default 2); it runs on SQLite, unpinned:
+                       its workers use every core (with the client and the fake upstream)
   --log-level LEVEL    lembas's --log-level (default: its own default, info)
   --out FILE           results file (default bench/results.json)
   --help
@@ -105,6 +107,7 @@ function options() {
       seed: { type: 'string' },
       'no-pin': { type: 'boolean' },
       'lembas-dist': { type: 'boolean' },
+      'lembas-workers': { type: 'string' },
       'log-level': { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean' },
@@ -152,6 +155,7 @@ function options() {
     seed: int(values.seed, 20261202, 'seed'),
     pin: !values['no-pin'],
     lembasDist: values['lembas-dist'] === true,
+    lembasWorkers: Number(values['lembas-workers'] ?? 2),
     logLevel: values['log-level'],
     out: values.out ?? join(REPO, 'bench', 'results.json'),
   }
@@ -258,17 +262,20 @@ async function startProxy(env: Env, name: string, tag = ''): Promise<Server> {
     }
   } else {
     const store =
-      name === 'lembas-sqlite' ? `sqlite:${join(env.tmp, `store${tag}.db`)}` : env.redis!.url
+      name === 'lembas-redis' ? env.redis!.url : `sqlite:${join(env.tmp, `store${tag}.db`)}`
     const entry = env.opts.lembasDist ? ['dist/src/cli.js'] : [...tsx, 'src/cli.ts']
     const args = [...entry, '--host', '127.0.0.1', '--port', '0']
     args.push('--upstream', env.fakeUrl + '/v1', '--store', store)
+    const workers = name === 'lembas-workers'
+    if (workers) args.push('--workers', String(env.opts.lembasWorkers))
     if (env.opts.logLevel) args.push('--log-level', env.opts.logLevel)
     child = await spawnChild({
       name,
       command: process.execPath,
       args,
       cwd: REPO,
-      cpus: env.proxyCpus,
+      // Workers are there to use more than one core.
+      cpus: workers ? undefined : env.proxyCpus,
       ready: /lembas-proxy listening on (http:\/\/\S+) ->/,
     })
     child.onStderrLine((line) => {

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import { serve } from '@hono/node-server'
 import { loadLoop, packageRoot } from './config/loop.js'
@@ -11,6 +12,8 @@ import { createLogger } from './log.js'
 import { createRecorder } from './record/recorder.js'
 import { runReplay } from './replay/command.js'
 import { runStats } from './stats/command.js'
+import { runPrimary } from './cluster/primary.js'
+import { workerStats } from './cluster/worker-stats.js'
 import { createStats } from './stats/index.js'
 import { keepStats } from './stats/persist.js'
 import { timedStore } from './stats/store.js'
@@ -33,14 +36,46 @@ async function main(): Promise<void> {
   await run(parsed.config)
 }
 
-async function run(config: Config): Promise<void> {
-  const log = createLogger(config.logLevel)
-  const loop = loadLoop()
-  const workspace = config.workspace.length > 0 ? await openWorkspace(config.workspace) : undefined
-  const store = await createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
+/** The store the flags name: SQLite in the user's data folder unless told otherwise. */
+function openStore(config: Config) {
+  return createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
     idleTtlMs: config.idleTtlMs,
     cacheBytes: config.storeCacheBytes,
   })
+}
+
+/** The prices money is counted at (`--price-per-mtok`), when given. */
+function pricesOf(config: Config) {
+  if (config.pricePerMTok === undefined) return undefined
+  return {
+    perMTok: config.pricePerMTok,
+    cachedDiscount: config.cachedDiscount,
+    writePremium: config.cacheWritePremium,
+  }
+}
+
+/** The start-up lines: where it listens, each API's upstream, the mode. */
+function startLines(config: Config, host: string, port: number): string {
+  const own = [
+    ['/messages', config.upstreamMessages],
+    ['/responses', config.upstreamResponses],
+  ].filter(([, url]) => url)
+  return (
+    `lembas-proxy listening on http://${host}:${port} -> ${displayUrl(config.upstream)}\n` +
+    own.map(([route, url]) => `  /v1${route} -> ${displayUrl(url!)}\n`).join('') +
+    (config.workers > 1 ? `  workers: ${config.workers} processes on one store\n` : '') +
+    (config.observe
+      ? '  observing: requests go upstream as sent; /stats shows what would be saved\n'
+      : '')
+  )
+}
+
+async function run(config: Config): Promise<void> {
+  const log = createLogger(config.logLevel)
+  if (config.workers > 1 && cluster.isPrimary) return runWorkers(config, log)
+  const loop = loadLoop()
+  const workspace = config.workspace.length > 0 ? await openWorkspace(config.workspace) : undefined
+  const store = await openStore(config)
   const toUpstream = (baseUrl: string) =>
     createUpstream({
       baseUrl,
@@ -54,18 +89,16 @@ async function run(config: Config): Promise<void> {
   ].flatMap(({ path, url }) => (url ? [{ path, upstream: toUpstream(url) }] : []))
   const upstream = routedUpstream(toUpstream(config.upstream), routes)
   const recorder = config.record ? openRecorder(config.record, log) : undefined
-  const prices =
-    config.pricePerMTok === undefined
-      ? undefined
-      : {
-          perMTok: config.pricePerMTok,
-          cachedDiscount: config.cachedDiscount,
-          writePremium: config.cacheWritePremium,
-        }
-  const stats = createStats({ observe: config.observe, prices })
+  // A worker's figures go to the primary, which keeps every worker's in one place.
+  const inWorker = cluster.isWorker
+  const shared = inWorker ? workerStats((message) => process.send!(message)) : undefined
+  const own = shared
+    ? undefined
+    : createStats({ observe: config.observe, prices: pricesOf(config) })
+  const stats = shared ?? own!
   const keeper =
-    config.stats === 'store' && store.kind !== 'memory'
-      ? await keepStats(stats, store, `${config.host}:${config.port}`, log)
+    own && config.stats === 'store' && store.kind !== 'memory'
+      ? await keepStats(own, store, `${config.host}:${config.port}`, log)
       : undefined
   const settings = pipelineSettings(loop, {
     sessionHeader: config.sessionHeader,
@@ -98,14 +131,9 @@ async function run(config: Config): Promise<void> {
   }
   const server = serve(listen, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
-    const own = upstream.describe().filter((line) => line.route !== '*')
-    process.stdout.write(
-      `lembas-proxy listening on http://${host}:${info.port} -> ${displayUrl(config.upstream)}\n` +
-        own.map((line) => `  /v1${line.route} -> ${line.url}\n`).join('') +
-        (config.observe
-          ? '  observing: requests go upstream as sent; /stats shows what would be saved\n'
-          : ''),
-    )
+    // With --workers, the primary says it once for all of them.
+    if (inWorker) process.send!({ lembas: 'listening', host, port: info.port })
+    else process.stdout.write(startLines(config, host, info.port))
   })
   guardConnections(server, guard, log)
   // With a shared secret, only clients that know it can use the upstream through us.
@@ -119,11 +147,37 @@ async function run(config: Config): Promise<void> {
     log.info('stopping', { signal })
     server.close()
     await keeper?.flush()
+    shared?.close()
     await Promise.allSettled([upstream.close(), store.close(), recorder?.close()])
     process.exit(0)
   }
   process.once('SIGINT', () => void stop('SIGINT'))
   process.once('SIGTERM', () => void stop('SIGTERM'))
+}
+
+/**
+ * `--workers N`: this process starts N workers (each runs `run` as a worker) and keeps their
+ * stats; they share the port and the store, so the store must be one they can all reach.
+ */
+async function runWorkers(config: Config, log: ReturnType<typeof createLogger>): Promise<void> {
+  if (config.store.startsWith('memory:'))
+    throw new LembasError(
+      'config_invalid',
+      '--workers: the memory: store is one per process; use sqlite (the default) or redis',
+    )
+  const stats = createStats({ observe: config.observe, prices: pricesOf(config) })
+  const store = config.stats === 'store' ? await openStore(config) : undefined
+  const keeper = store && (await keepStats(stats, store, `${config.host}:${config.port}`, log))
+  runPrimary({
+    workers: config.workers,
+    stats,
+    log,
+    banner: (host, port) => startLines(config, host, port),
+    closed: async () => {
+      await keeper?.flush()
+      await store?.close()
+    },
+  })
 }
 
 async function openWorkspace(roots: readonly string[]) {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
 import { z } from 'zod'
 import { LembasError } from '../errors.js'
@@ -100,6 +101,11 @@ export const FLAGS = {
     default: '',
     help: 'directory to append each chat request to, as received and as sent (JSONL, no headers, keys redacted); see lembas-proxy replay',
   },
+  workers: {
+    env: 'LEMBAS_WORKERS',
+    default: '1',
+    help: "processes that serve the port together on the shared store (sqlite or redis): a number, or 'auto' for one per CPU; more than one when one core is the limit",
+  },
   observe: {
     env: 'LEMBAS_OBSERVE',
     default: 'false',
@@ -198,6 +204,11 @@ const ConfigSchema = z.object({
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']),
   record: z.string(),
   auth: z.string(),
+  workers: z
+    .string()
+    .regex(/^(auto|[1-9][0-9]*)$/, "expected a number of processes (1 or more) or 'auto'")
+    .transform((value) => (value === 'auto' ? availableParallelism() : Number(value)))
+    .refine((value) => value <= 64, { message: 'expected at most 64 processes' }),
   observe: onOff,
   elide: onOff,
   elideThreshold: z.coerce.number().int().positive(),
@@ -280,6 +291,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     logLevel: pick('log-level'),
     record: pick('record'),
     auth: pick('auth'),
+    workers: pick('workers'),
     observe: pick('observe'),
     elide: pick('elide'),
     elideThreshold: pick('elide-threshold'),

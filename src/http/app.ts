@@ -57,7 +57,7 @@ export function createApp(deps: AppDeps): Hono {
         'content-type': 'text/plain; version=0.0.4; charset=utf-8',
       }),
     )
-    app.get('/stats', (c) => c.json(stats.snapshot()))
+    app.get('/stats', async (c) => c.json(await stats.read()))
   }
 
   // The three front doors: one pipeline, each wire format an adapter.

@@ -1,11 +1,6 @@
 import { LembasError } from '../errors.js'
 import type { Logger } from '../log.js'
-import {
-  upstreamUsage,
-  type Meter,
-  type RebuildCounts,
-  type StatsCollector,
-} from '../stats/index.js'
+import { upstreamUsage, type Meter, type RebuildCounts, type StatsSink } from '../stats/index.js'
 import { isAbortError } from '../upstream/index.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
 import type { Door } from './door.js'
@@ -23,7 +18,7 @@ export interface PipelineDeps extends PrepareDeps {
   /** Sees each chat request as received and as sent upstream (`--record`). */
   readonly recorder?: Recorder | undefined
   /** Sees each finished request (`GET /stats`, `GET /metrics`). */
-  readonly stats?: StatsCollector | undefined
+  readonly stats?: StatsSink | undefined
   /**
    * `--observe`: every request goes upstream byte for byte (no prompt block, no recall); the
    * rebuild runs in shadow, for the stats only ("would save").

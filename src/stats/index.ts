@@ -146,15 +146,23 @@ export interface StatsSnapshot {
   readonly sessions: SessionFigures[]
 }
 
-export interface StatsCollector {
+/** Where a serving process sends its figures, and reads /stats and /metrics from. */
+export interface StatsSink {
   recordRequest(request: FinishedRequest): void
   /** A store call's duration, by operation (get, putIfAbsent, ...). */
   recordStore(operation: string, ms: number, ok: boolean): void
-  snapshot(): StatsSnapshot
+  /** /stats' figures (with `--workers`, the primary's, over every worker). */
+  read(): Promise<StatsSnapshot>
   /** Prometheus text exposition format. */
   metrics(): Promise<string>
   /** Reports a bounded in-process cache's size in /metrics (`lembas_cache_bytes{cache}`). */
   watchCache(name: string, bytes: () => number): void
+}
+
+export interface StatsCollector extends StatsSink {
+  snapshot(): StatsSnapshot
+  /** Counts another process's event-loop hold too (`--workers`: each worker's). */
+  watchLoop(seconds: () => number): void
   /** The figures worth keeping over a restart, and how many requests they have seen. */
   saved(): SavedStats
   /** Goes on from figures saved by an earlier process (before any request is recorded). */
@@ -183,6 +191,7 @@ export function createStats(
   const sessions = new Map<string, SessionFigures>()
   const unrecognisedByTool = new Map<string, number>()
   const caches = new Map<string, () => number>()
+  const loops: (() => number)[] = []
   const recent: RecentRequest[] = []
   const registry = new Registry()
   const m = metricsOf(registry)
@@ -259,6 +268,12 @@ export function createStats(
     recordStore(operation, ms, ok) {
       m.store.observe({ operation, ok: String(ok) }, ms / 1000)
     },
+    read() {
+      return Promise.resolve(this.snapshot())
+    },
+    watchLoop(seconds) {
+      loops.push(seconds)
+    },
     snapshot() {
       return {
         since,
@@ -298,7 +313,7 @@ export function createStats(
     },
     metrics() {
       for (const [cache, bytes] of caches) m.cacheBytes.set({ cache }, bytes())
-      m.loopBlock.set(delay.max / 1e9)
+      m.loopBlock.set(Math.max(delay.max / 1e9, ...loops.map((seconds) => seconds())))
       delay.reset()
       return registry.metrics()
     },

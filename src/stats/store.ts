@@ -1,8 +1,8 @@
 import type { Store } from '../store/store.js'
-import type { StatsCollector } from './index.js'
+import type { StatsSink } from './index.js'
 
 /** The store, with each call's duration recorded (lembas_store_duration_seconds). */
-export function timedStore(store: Store, stats: StatsCollector): Store {
+export function timedStore(store: Store, stats: StatsSink): Store {
   const timed =
     <A extends unknown[], R>(name: string, call: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {

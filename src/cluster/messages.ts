@@ -1,0 +1,37 @@
+import type { FinishedRequest } from '../stats/index.js'
+
+/**
+ * What a worker and the primary say to each other (`--workers`): over the cluster's IPC, as
+ * JSON. Only figures and counts travel; never a request's content or a credential.
+ */
+export type WorkerMessage =
+  | { readonly lembas: 'listening'; readonly host: string; readonly port: number }
+  | { readonly lembas: 'request'; readonly request: FinishedRequest }
+  | { readonly lembas: 'store'; readonly calls: readonly (readonly [string, number, boolean])[] }
+  | {
+      readonly lembas: 'gauges'
+      readonly caches: Record<string, number>
+      /** The longest the worker's event loop was held since its previous report, in seconds. */
+      readonly loopBlock: number
+    }
+  | { readonly lembas: 'ask'; readonly id: number; readonly what: 'read' | 'metrics' }
+
+export type PrimaryMessage = {
+  readonly lembas: 'answer'
+  readonly id: number
+  readonly value?: unknown
+  readonly error?: string
+}
+
+export function isWorkerMessage(value: unknown): value is WorkerMessage {
+  return typeof value === 'object' && value !== null && 'lembas' in value
+}
+
+export function isPrimaryMessage(value: unknown): value is PrimaryMessage {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'lembas' in value &&
+    (value as { lembas: unknown }).lembas === 'answer'
+  )
+}

@@ -1,0 +1,103 @@
+import cluster, { type Worker } from 'node:cluster'
+import type { Logger } from '../log.js'
+import type { StatsCollector } from '../stats/index.js'
+import { isWorkerMessage, type PrimaryMessage, type WorkerMessage } from './messages.js'
+
+/** A worker that dies is started again after this pause (not in a tight loop). */
+const RESTART_MS = 1000
+
+/** On stop, workers finish what they serve for at most this long. */
+const STOP_MS = 10_000
+
+export interface PrimaryOptions {
+  readonly workers: number
+  /** Every worker's figures, in one collector (and kept over a restart by the caller). */
+  readonly stats: StatsCollector
+  readonly log: Logger
+  /** The start-up lines, once the first worker listens. */
+  readonly banner: (host: string, port: number) => string
+  /** Called once every worker has stopped. */
+  readonly closed: () => Promise<void>
+}
+
+/**
+ * `--workers N`: N processes serve the same port (node:cluster hands connections round-robin)
+ * on one shared store; this process serves nothing. It starts them, starts again one that dies,
+ * keeps the stats of all of them, answers their /stats and /metrics, and stops them on a signal.
+ */
+export function runPrimary(options: PrimaryOptions): void {
+  const { stats, log } = options
+  const gauges = new Map<number, { caches: Record<string, number>; loopBlock: number }>()
+  const watched = new Set<string>()
+  let announced = false
+  let stopping = false
+  stats.watchLoop(() => Math.max(0, ...[...gauges.values()].map((g) => g.loopBlock)))
+
+  const answer = (worker: Worker, message: PrimaryMessage) => {
+    if (worker.isConnected()) worker.send(message)
+  }
+  const onMessage = async (worker: Worker, message: WorkerMessage) => {
+    switch (message.lembas) {
+      case 'listening':
+        if (!announced) process.stdout.write(options.banner(message.host, message.port))
+        announced = true
+        return
+      case 'request':
+        return stats.recordRequest(message.request)
+      case 'store':
+        for (const [operation, ms, ok] of message.calls) stats.recordStore(operation, ms, ok)
+        return
+      case 'gauges':
+        gauges.set(worker.id, { caches: message.caches, loopBlock: message.loopBlock })
+        for (const name of Object.keys(message.caches)) {
+          if (watched.has(name)) continue
+          watched.add(name)
+          stats.watchCache(name, () =>
+            [...gauges.values()].reduce((sum, g) => sum + (g.caches[name] ?? 0), 0),
+          )
+        }
+        return
+      case 'ask':
+        try {
+          const value = message.what === 'read' ? await stats.read() : await stats.metrics()
+          answer(worker, { lembas: 'answer', id: message.id, value })
+        } catch (error) {
+          answer(worker, { lembas: 'answer', id: message.id, error: (error as Error).message })
+        }
+    }
+  }
+
+  const start = () => {
+    const worker = cluster.fork()
+    worker.on('message', (message: unknown) => {
+      if (isWorkerMessage(message)) void onMessage(worker, message)
+    })
+  }
+  cluster.on('exit', (worker, code, signal) => {
+    gauges.delete(worker.id)
+    if (stopping) return
+    log.warn('worker-exited', { pid: worker.process.pid, code, signal, restartInMs: RESTART_MS })
+    setTimeout(start, RESTART_MS)
+  })
+  for (let i = 0; i < options.workers; i++) start()
+
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) return
+    stopping = true
+    log.info('stopping', { signal, workers: Object.keys(cluster.workers ?? {}).length })
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w)
+    const exited = workers.map(
+      (worker) => new Promise<void>((resolve) => worker.once('exit', () => resolve())),
+    )
+    for (const worker of workers) worker.process.kill(signal)
+    const late = setTimeout(() => {
+      for (const worker of workers) worker.process.kill('SIGKILL')
+    }, STOP_MS)
+    await Promise.all(exited)
+    clearTimeout(late)
+    await options.closed()
+    process.exit(0)
+  }
+  process.once('SIGINT', () => void stop('SIGINT'))
+  process.once('SIGTERM', () => void stop('SIGTERM'))
+}

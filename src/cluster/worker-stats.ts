@@ -1,0 +1,88 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import type { StatsSink, StatsSnapshot } from '../stats/index.js'
+import { isPrimaryMessage, type WorkerMessage } from './messages.js'
+
+/** How often a worker sends its store timings and gauges to the primary. */
+const REPORT_MS = 1000
+
+/** How long a worker waits for the primary to answer /stats or /metrics. */
+const ASK_TIMEOUT_MS = 5000
+
+/**
+ * A worker's stats (`--workers`): each finished request goes to the primary, which keeps the
+ * figures of every worker in one collector; /stats and /metrics are asked of it, so any worker
+ * answers them the same.
+ */
+export function workerStats(send: (message: WorkerMessage) => void): StatsSink & {
+  close(): void
+} {
+  const caches = new Map<string, () => number>()
+  let storeCalls: [string, number, boolean][] = []
+  const waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
+  let nextId = 1
+  const delay = monitorEventLoopDelay({ resolution: 10 })
+  delay.enable()
+
+  const onMessage = (message: unknown) => {
+    if (!isPrimaryMessage(message)) return
+    const pending = waiting.get(message.id)
+    if (!pending) return
+    waiting.delete(message.id)
+    if (message.error !== undefined) pending.reject(new Error(message.error))
+    else pending.resolve(message.value)
+  }
+  process.on('message', onMessage)
+
+  const report = () => {
+    if (storeCalls.length > 0) send({ lembas: 'store', calls: storeCalls })
+    storeCalls = []
+    const sizes = Object.fromEntries([...caches].map(([name, bytes]) => [name, bytes()]))
+    send({ lembas: 'gauges', caches: sizes, loopBlock: delay.max / 1e9 })
+    delay.reset()
+  }
+  const timer = setInterval(report, REPORT_MS)
+  timer.unref()
+
+  const ask = (what: 'read' | 'metrics') =>
+    new Promise<unknown>((resolve, reject) => {
+      const id = nextId++
+      const timeout = setTimeout(() => {
+        waiting.delete(id)
+        reject(new Error(`the primary process did not answer ${what} in time`))
+      }, ASK_TIMEOUT_MS)
+      waiting.set(id, {
+        resolve: (value) => {
+          clearTimeout(timeout)
+          resolve(value)
+        },
+        reject: (error) => {
+          clearTimeout(timeout)
+          reject(error)
+        },
+      })
+      send({ lembas: 'ask', id, what })
+    })
+
+  return {
+    recordRequest(request) {
+      send({ lembas: 'request', request })
+    },
+    recordStore(operation, ms, ok) {
+      storeCalls.push([operation, ms, ok])
+    },
+    async read() {
+      return (await ask('read')) as StatsSnapshot
+    },
+    async metrics() {
+      return String(await ask('metrics'))
+    },
+    watchCache(name, bytes) {
+      caches.set(name, bytes)
+    },
+    close() {
+      clearInterval(timer)
+      report()
+      process.off('message', onMessage)
+    },
+  }
+}
