@@ -379,3 +379,30 @@ export function doorsChecks(
   }
   return checks
 }
+
+/** Each door's added p50 at every size, against the floor's on the same door, in one run. */
+export function doorsFloorChecks(
+  phases: readonly DoorsPhase[] | undefined,
+  lembasNames: readonly string[],
+  limit: number,
+): Check[] {
+  const checks: Check[] = []
+  for (const phase of phases ?? []) {
+    if (phase.kind !== 'doors') continue
+    const doors = [...new Set(phase.rows.map((r) => r.door))]
+    for (const name of lembasNames) {
+      for (const door of doors) {
+        const mine = phase.rows.find((r) => r.door === door && r.target === name)
+        const floor = phase.rows.find((r) => r.door === door && r.target === 'floor')
+        if (!mine || !floor) continue
+        const value = ratioOf(mine.added.p50, floor.added.p50)
+        checks.push({
+          target: `${name}: ${door} door added p50, ${phase.size} <= ${limit}x floor's`,
+          measured: `${ms(mine.added.p50)} ms vs floor ${ms(floor.added.p50)} ms = ${ratio(mine.added.p50, floor.added.p50)}`,
+          pass: value === undefined ? undefined : value <= limit,
+        })
+      }
+    }
+  }
+  return checks
+}

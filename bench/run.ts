@@ -45,6 +45,7 @@ import {
   DOORS,
   doorLogs,
   doorsChecks,
+  doorsFloorChecks,
   doorsPhase,
   doorsTables,
   type DoorsPhase,
@@ -1069,35 +1070,38 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
       )
   }
 
-  // Targets of the issue
+  // The targets: each as a ratio to the floor measured in the same run.
   const checks: Check[] = []
   const lembasNames = opts.proxies.filter(LEMBAS)
-  const lat1mb = (results.latency ?? []).find((p: any) => p.size === '1mb')
-  for (const name of lembasNames) {
-    const row = lat1mb?.rows.find((r: LatencyRow) => r.target === name)
-    const floor = lat1mb?.rows.find((r: LatencyRow) => r.target === 'floor')
-    const value = row && floor && floor.added.p50 > 0 ? row.added.p50 / floor.added.p50 : undefined
-    checks.push({
-      target: `${name}: added p50 latency, 1 MB body <= 1.5x floor's`,
+  const FLOOR_RATIO = 1.5
+  const versusFloor = (
+    phase: any,
+    name: string,
+    what: string,
+    pick: (r: LatencyRow) => number,
+  ): Check => {
+    const row = phase?.rows.find((r: LatencyRow) => r.target === name)
+    const floor = phase?.rows.find((r: LatencyRow) => r.target === 'floor')
+    const value = row && floor && pick(floor) > 0 ? pick(row) / pick(floor) : undefined
+    return {
+      target: `${name}: ${what}, ${phase.size} <= ${FLOOR_RATIO}x floor's`,
       measured:
         row && floor
-          ? `${ms(row.added.p50)} ms vs floor ${ms(floor.added.p50)} ms = ${value === undefined ? 'n/a' : value.toFixed(2) + 'x'}`
-          : 'not measured (needs --sizes 1mb and floor)',
-      pass: value === undefined ? undefined : value <= 1.5,
-    })
-  }
-  for (const phase of results.stream ?? []) {
-    for (const name of lembasNames) {
-      const row = phase.rows.find((r: LatencyRow) => r.target === name)
-      if (!row) continue
-      checks.push({
-        target: `${name}: streaming first-byte overhead p50 < 1 ms (${phase.size})`,
-        measured: `${ms(row.addedTtfb.p50)} ms (floor ${ms(phase.rows.find((r: LatencyRow) => r.target === 'floor')?.addedTtfb.p50)} ms)`,
-        pass: row.addedTtfb.p50 < 1,
-      })
+          ? `${ms(pick(row))} ms vs floor ${ms(pick(floor))} ms = ${value === undefined ? 'n/a' : value.toFixed(2) + 'x'}`
+          : 'not measured (needs floor)',
+      pass: value === undefined ? undefined : value <= FLOOR_RATIO,
     }
   }
+  for (const name of lembasNames) {
+    for (const phase of results.latency ?? [])
+      checks.push(versusFloor(phase, name, 'added p50', (r) => r.added.p50))
+    for (const phase of results.stream ?? [])
+      checks.push(
+        versusFloor(phase, name, 'streaming first byte, added p50', (r) => r.addedTtfb.p50),
+      )
+  }
   const tp32 = results.throughput?.['32']
+  const tp1 = results.throughput?.['1']
   for (const name of lembasNames) {
     const r = tp32?.[name]
     const floor = tp32?.floor
@@ -1108,6 +1112,21 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
           ? `${r.rps} vs ${floor.rps} req/s = ${((r.rps / floor.rps) * 100).toFixed(0)}%`
           : 'not measured (needs c=32 and floor)',
       pass: r && floor ? r.rps >= 0.7 * floor.rps : undefined,
+    })
+    const one = tp1?.[name]
+    const floorOne = tp1?.floor
+    const cpu = one?.serverCpuMsPerRequest
+    const floorCpu = floorOne?.serverCpuMsPerRequest
+    checks.push({
+      target: `${name}: proxy CPU per request, c=1, 10 KB <= ${FLOOR_RATIO}x floor's`,
+      measured:
+        typeof cpu === 'number' && typeof floorCpu === 'number'
+          ? `${cpu} vs ${floorCpu} ms = ${(cpu / floorCpu).toFixed(2)}x`
+          : 'not measured (needs c=1 and floor)',
+      pass:
+        typeof cpu === 'number' && typeof floorCpu === 'number'
+          ? cpu <= FLOOR_RATIO * floorCpu
+          : undefined,
     })
   }
   const stores = [...(results.latency ?? []), ...(results.stream ?? [])].filter((p: any) => p.store)
@@ -1142,13 +1161,14 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
       const x = results.rss.results[name]
       if (!x) continue
       checks.push({
-        target: `${name}: RSS < 200 MB with ${results.rss.sessions} concurrent sessions (~${results.rss.historyKb} KB each)`,
-        measured: `peak ${mb(x.peakRss)}`,
-        pass: x.peakRss < 200 * 1048576,
+        target: `${name}: peak RSS <= 200 MB, ${results.rss.sessions} sessions (~${results.rss.historyKb} KB each) starting together`,
+        measured: `peak ${mb(x.peakRss)}, ${mb(x.rssAfter)} after`,
+        pass: x.peakRss <= 200 * 1048576,
       })
     }
   }
   checks.push(...doorsChecks(results.doors, lembasNames, opts.doors))
+  checks.push(...doorsFloorChecks(results.doors, lembasNames, FLOOR_RATIO))
   out.push('', 'Targets')
   out.push(
     table(
