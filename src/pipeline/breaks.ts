@@ -86,6 +86,7 @@ export function cacheBreak(input: BreakInput): CacheBreak | undefined {
   if (changed) return changed
   const at = mismatch(previous.items, input.upstream)
   if (at === undefined) return undefined
+  const sent = input.upstream.reduce((sum, piece) => sum + piece.length, 0)
   const offsets = input.offsets()
   let item = 0
   while (item + 1 < offsets.length && offsets[item + 1]! <= at) item++
@@ -97,13 +98,15 @@ export function cacheBreak(input: BreakInput): CacheBreak | undefined {
     item,
     ...(typeof role === 'string' ? { role } : {}),
     by: clientSame ? 'proxy' : 'client',
-    tokens: Math.round(Math.max(0, previous.sentBytes - at) / CHARS_PER_TOKEN),
+    // What this request resends after the change: cached before, written and billed again.
+    tokens: Math.round(Math.max(0, Math.min(previous.sentBytes, sent) - at) / CHARS_PER_TOKEN),
   }
 }
 
 /**
  * The offset of the first byte where `after` stops repeating `before` (joined pieces), or
- * undefined when `after` starts with all of `before`.
+ * undefined when it never does: `after` starts with all of `before`, or ends before it differs
+ * (a request cut back to an earlier point is all cached).
  */
 export function mismatch(before: readonly Buffer[], after: readonly Buffer[]): number | undefined {
   const a = cursor(before)
@@ -113,7 +116,7 @@ export function mismatch(before: readonly Buffer[], after: readonly Buffer[]): n
     const left = a.rest()
     if (left.length === 0) return undefined
     const right = b.rest()
-    if (right.length === 0) return offset
+    if (right.length === 0) return undefined
     const n = Math.min(left.length, right.length)
     const x = left.subarray(0, n)
     const y = right.subarray(0, n)
