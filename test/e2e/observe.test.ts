@@ -52,10 +52,15 @@ async function session(door: Door, proxyUrl: string, upstream: { requests: Recor
   return { sent, got: got.slice(-sent.length) }
 }
 
-test('--observe: every door forwards the agent bytes, shapes in shadow, and /stats says what it would save', async () => {
+test('--observe: every door forwards the agent bytes, shapes in shadow, and /stats says what it would save', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'lembas-observe-'))
   const store = 'sqlite:' + join(dir, 'lembas.db')
   const upstream = await startFakeUpstream()
+  // Closed whatever fails: a fake left open keeps the test file from ending.
+  t.after(async () => {
+    await upstream.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
   let proxy = await startProxyCli(upstream.url, store, ['--observe'])
   try {
     assert.match(proxy.stdout, /observing: requests go upstream as sent/)
@@ -122,7 +127,5 @@ test('--observe: every door forwards the agent bytes, shapes in shadow, and /sta
     assert.ok(!stats.sessions[0].session.startsWith('o.'), stats.sessions[0].session)
   } finally {
     await stopCli(proxy)
-    await upstream.close()
-    rmSync(dir, { recursive: true, force: true })
   }
 })
