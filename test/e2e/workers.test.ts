@@ -113,7 +113,13 @@ test('--workers 2: sessions on any worker keep their history, one /stats for all
       counted.reduce((sum, m) => sum + Number(m[1]), 0),
       sent,
     )
-    assert.match(metrics, /lembas_cache_bytes\{cache="splice"\} [1-9]/, 'the workers’ caches')
+    // The workers report their caches every second.
+    let gauges = metrics
+    for (let i = 0; i < 30 && !/cache="splice"\} [1-9]/.test(gauges); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      gauges = await (await fetch(proxy.url + '/metrics')).text()
+    }
+    assert.match(gauges, /lembas_cache_bytes\{cache="splice"\} [1-9]/, 'the workers’ caches')
 
     // A worker killed is started again (a connection it held fails, as with any crash).
     process.kill(workers[0]!, 'SIGKILL')
