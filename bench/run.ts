@@ -70,7 +70,8 @@ const LEMBAS = (name: string) => name.startsWith('lembas-')
 
 const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run bench -- [options])
 
-  --only LIST          proxies to run besides direct: ${PROXIES.join(',')} (default: all)
+  --only LIST          proxies to run besides direct: ${PROXIES.join(',')} (default: all
+                       but lembas-workers)
   --sizes LIST         body sizes: ${Object.keys(SIZES).join(',')} (default: all; the doors
                        phases: 10kb,1mb unless --sizes is given)
   --phases LIST        ${PHASES.join(',')} (default: all)
@@ -137,7 +138,12 @@ function options() {
     return n
   }
   return {
-    proxies: list(values.only, PROXIES, 'only'),
+    // lembas-workers only when asked for: it needs free cores to mean anything.
+    proxies: list(
+      values.only ?? PROXIES.filter((name) => name !== 'lembas-workers').join(','),
+      PROXIES,
+      'only',
+    ),
     sizes: list(values.sizes, Object.keys(SIZES), 'sizes'),
     // Each request of the Messages and Responses doors takes the full path today: at 8 MB that
     // is most of a second, so the doors phases take 8 MB only when asked to.
