@@ -194,8 +194,18 @@ for (const setup of SETUPS) {
   describe(`${pkg.name}@${pkg.version}, run for real through the proxy`, () => {
     test(
       'reads, re-reads, edits, searches, lists, runs and recalls; the prefix holds',
-      { timeout: RUN_TIMEOUT_MS + 40_000 },
-      async () => {
+      { timeout: 2 * RUN_TIMEOUT_MS + 60_000 },
+      async (t) => {
+        // Qwen Code now and then loses its own shell's output under load ("Output: (empty)"):
+        // the agent's failure, seen before the proxy touches anything; that run is made again.
+        if ((await liveRun()) !== 'agent lost its output') return
+        t.diagnostic('the agent lost its own shell output; running the session again')
+        assert.notEqual(await liveRun(), 'agent lost its output', 'the agent lost it twice')
+      },
+    )
+
+    async function liveRun(): Promise<'agent lost its output' | undefined> {
+      {
         const binary = agentBinary(setup.agent)
         if (setup.agent !== 'qwen') requireRipgrep()
         const project = makeLiveProject(setup.agent)
@@ -316,6 +326,8 @@ for (const setup of SETUPS) {
             assert.equal(typeof results[i].content, typeof m.content)
           })
           const original = agentSaw.map((m) => (m ? text(m) : ''))
+          if (/^Command: seq 1 1500\n[\s\S]*^Output: \(empty\)$/m.test(original[9] ?? ''))
+            return 'agent lost its output'
           const [
             read1,
             reread,
@@ -435,7 +447,8 @@ for (const setup of SETUPS) {
           await fake.close()
           rmSync(dirname(project.root), { recursive: true, force: true })
         }
-      },
-    )
+      }
+      return undefined
+    }
   })
 }
