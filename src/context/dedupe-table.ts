@@ -32,6 +32,9 @@ export interface TouchEntry {
 
 export type Entry = ReadEntry | ListingEntry | TouchEntry
 
+/** An entry's fixed cost in memory, about: an object, its strings, a set slot. */
+const ENTRY_BYTES = 160
+
 /**
  * The dedupe table (spec §2, §6): the full results present earlier in the request being built.
  * Built afresh for every request, so a rewind, a reply or a compaction empties it by itself.
@@ -64,6 +67,14 @@ export class DedupeTable {
 
   has(id: string): boolean {
     return this.#ids.has(id)
+  }
+
+  /** About how many bytes the table holds (blind line hashes most): for a cache's budget. */
+  get weight(): number {
+    let bytes = this.#ids.size * ENTRY_BYTES
+    for (const entry of this.#entries)
+      bytes += ENTRY_BYTES + (entry.kind === 'read' ? (entry.lineHashes?.length ?? 0) : 0) * 32
+    return bytes
   }
 
   /** The newest full read of the same file, unchanged, whose lines hold the lines asked for. */

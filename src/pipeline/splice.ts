@@ -45,7 +45,10 @@ export class SpliceCache {
 
   constructor(private readonly maxBytes: number) {}
 
-  /** Bytes of remembered upstream history held, over all sessions (at most `maxBytes`). */
+  /**
+   * Bytes held, over all sessions (at most `maxBytes`): request and upstream bytes, the fields
+   * around them and each state's dedupe table (its blind line hashes most).
+   */
   get bytes(): number {
     return this.#bytes
   }
@@ -97,6 +100,7 @@ function size(states: readonly SpliceState[]): number {
       sum +
       state.prefix.length +
       (state.rest?.text.length ?? 0) +
+      state.history.table.weight +
       state.items.reduce((n, piece) => n + piece.length, 0),
     0,
   )
