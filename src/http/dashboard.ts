@@ -199,10 +199,19 @@ const JS = `
     });
   }
 
-  function renderChart(now, breaks) {
-    samples.push({ t: Date.now(), ratio: now.ratio, saved: now.saved });
-    if (samples.length > MAX_SAMPLES) samples.shift();
-    var pts = samples;
+  function renderChart(stats, now, breaks) {
+    // The proxy's own series (10-second points of the last hour) and the figures now; a proxy
+    // without one is sampled here, from when the page opened.
+    var pts = (Array.isArray(stats.series) ? stats.series : []).map(function (p) {
+      return { t: Date.parse(p.at), ratio: p.cachedRatio, saved: p.inputTokensSaved };
+    });
+    if (pts.length > 0) {
+      pts.push({ t: Date.now(), ratio: now.ratio, saved: now.saved });
+    } else {
+      samples.push({ t: Date.now(), ratio: now.ratio, saved: now.saved });
+      if (samples.length > MAX_SAMPLES) samples.shift();
+      pts = samples;
+    }
     var svg = $('chart');
     var NS = 'http://www.w3.org/2000/svg';
     var W = svg.clientWidth || 800, H = svg.clientHeight || 220;
@@ -230,7 +239,7 @@ const JS = `
     }
     var t0 = pts[0].t, t1 = pts[pts.length - 1].t;
     function x(t) { return t1 === t0 ? (L + (W - R)) / 2 : L + (W - R - L) * (t - t0) / (t1 - t0); }
-    // A mark where a client broke the prompt cache; breaks from before the page opened sit at its start.
+    // A mark where a client broke the prompt cache; older breaks sit at the chart's start.
     breaks.forEach(function (b) {
       var t = Date.parse(b.at);
       if (!(t <= t1)) return;
@@ -270,7 +279,7 @@ const JS = `
     var now = renderTotals(stats, sessions);
     renderSessions(sessions);
     renderResults(stats, names);
-    renderChart(now, breaks);
+    renderChart(stats, now, breaks);
     var p = stats.prices;
     // Money only when the proxy was given a price (--price-per-mtok).
     show('.money', p !== null && p !== undefined);
@@ -349,7 +358,7 @@ const PAGE = `<!doctype html>
     <div class="card"><div class="label">Cache broken by the client</div><div class="value" id="t-breaks">–</div><div class="note" id="t-breaks-tokens"></div></div>
   </section>
   <section class="card">
-    <h2>Over time</h2>
+    <h2>Over the last hour</h2>
     <div class="legend"><span><i style="background:var(--accent)"></i>cache-hit ratio (left)</span><span><i style="background:var(--accent2)"></i>tokens saved (right)</span><span><i style="background:var(--err)"></i>the client broke the cache</span></div>
     <svg id="chart" role="img" aria-label="Cache-hit ratio and tokens saved over time"></svg>
   </section>

@@ -144,7 +144,22 @@ export interface StatsSnapshot {
   readonly recent: readonly RecentRequest[]
   /** Most recently active first; at most `maxSessions`. */
   readonly sessions: SessionFigures[]
+  /** The totals over time: one point per 10 s with requests (the last hour), oldest first. */
+  readonly series: readonly SeriesPoint[]
 }
+
+/** The totals at the end of a 10-second window: the dashboard's chart. */
+export interface SeriesPoint {
+  readonly at: string
+  readonly requests: number
+  readonly cachedRatio: number | null
+  readonly inputTokensSaved: number
+  readonly clientBreaks: number
+}
+
+/** One point per window of this many milliseconds, and this many points. */
+const SERIES_WINDOW_MS = 10_000
+const SERIES_POINTS = 360
 
 /** Where a serving process sends its figures, and reads /stats and /metrics from. */
 export interface StatsSink {
@@ -193,6 +208,7 @@ export function createStats(
   const caches = new Map<string, () => number>()
   const loops: (() => number)[] = []
   const recent: RecentRequest[] = []
+  const series: SeriesPoint[] = []
   const registry = new Registry()
   const m = metricsOf(registry)
   // The longest the event loop was held between two scrapes: one request must not stall others.
@@ -258,6 +274,18 @@ export function createStats(
           unrecognisedByTool.set(tool, (unrecognisedByTool.get(tool) ?? 0) + 1)
         }
       }
+      const point = {
+        at: new Date().toISOString(),
+        requests: totals.requests,
+        cachedRatio: totals.cachedRatio,
+        inputTokensSaved: totals.inputTokensSaved,
+        clientBreaks: totals.clientBreaks,
+      }
+      const last = series.at(-1)
+      if (last && Date.parse(point.at) - Date.parse(last.at) < SERIES_WINDOW_MS)
+        series[series.length - 1] = { ...point, at: last.at }
+      else series.push(point)
+      if (series.length > SERIES_POINTS) series.shift()
       m.recalls.inc(request.recalls)
       m.promptTokens.inc(usage.promptTokens)
       m.completionTokens.inc(usage.completionTokens)
@@ -283,6 +311,7 @@ export function createStats(
         unrecognisedByTool: Object.fromEntries(unrecognisedByTool),
         recent: [...recent],
         sessions: [...sessions.values()].reverse().map((figures) => ({ ...figures })),
+        series: [...series],
       }
     },
     saved() {

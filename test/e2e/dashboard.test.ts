@@ -252,6 +252,10 @@ test('the dashboard asks for the secret, then shows /stats in money, names and t
     assert.match((await shown('#status'))!, new RegExp(`\\(${ZONE}\\)`), 'says the time zone')
 
     assert.ok((await page.locator('#chart path').count()) >= 2, 'the chart draws two lines')
+    // From the proxy's own series: its first point's time is the chart's start.
+    assert.ok(stats.series.length >= 1, 'a series point')
+    const axis = await page.locator('#chart text').allTextContents()
+    assert.ok(axis.includes(clock(stats.series[0]!.at)), `${axis.join(' | ')}`)
     assert.equal(await page.locator('#chart .break-mark').count(), 1, 'a mark for the break')
     assert.deepEqual(errors, [])
 

@@ -133,6 +133,11 @@ describe('stats and metrics', () => {
     assert.equal(snapshot.totals.cachedTokens, 570)
     assert.equal(snapshot.totals.cachedRatio, Math.round((570 / 700) * 10_000) / 10_000)
     assert.equal(snapshot.totals.upstreamErrors, 0)
+    // Over time: the totals in 10-second points (this test's requests fall in one or two).
+    const last = snapshot.series.at(-1)!
+    assert.equal(last.requests, 7)
+    assert.equal(last.cachedRatio, snapshot.totals.cachedRatio)
+    assert.equal(last.inputTokensSaved, snapshot.totals.inputTokensSaved)
   })
 
   test('GET /stats lists the latest new results: id, how each was shown, sizes before and after', async () => {
