@@ -39,6 +39,8 @@ export async function startProxy(options: {
   recorder?: Recorder
   /** `--elide` and its settings. */
   elide?: ElideSettings
+  /** `--observe`: forward as sent, shape in shadow. */
+  observe?: boolean
 }): Promise<TestProxy> {
   const upstream = createUpstream({
     baseUrl: options.upstreamUrl,
@@ -48,6 +50,7 @@ export async function startProxy(options: {
     ...pipelineSettings(loop, {
       sessionHeader: options.sessionHeader ?? 'x-session-id',
       elide: options.elide,
+      observe: options.observe ?? false,
     }),
     ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
     store: options.stats ? timedStore(options.store, options.stats) : options.store,

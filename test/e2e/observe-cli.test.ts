@@ -1,0 +1,118 @@
+/**
+ * `--observe` with a real agent: Claude Code 2.1.332 through the proxy's /v1/messages door.
+ * Every body the CLI sends reaches the upstream byte for byte, the CLI's answers come back as
+ * the upstream sent them, and /stats counts what the proxy would have saved (the re-read's stub,
+ * the repeated listing) and the usage the upstream reported, streams included.
+ */
+import assert from 'node:assert/strict'
+import { rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { test } from 'node:test'
+import { createStats } from '../../src/stats/index.js'
+import { createStore } from '../../src/store/index.js'
+import { createWorkspace } from '../../src/workspace/index.js'
+import { anthropicEvents, anthropicMessage, type Block } from '../helpers/fake-anthropic.js'
+import { startFakeUpstream } from '../helpers/fake-upstream.js'
+import { startProxy } from '../helpers/proxy.js'
+import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
+import { startTap } from './live/tap.js'
+
+const DAY = 86_400_000
+const FINAL = 'Observed: read twice, listed twice.'
+
+test(
+  '--observe with the real Claude Code: its bytes reach the upstream as sent; /stats says what would be saved',
+  { timeout: 150_000 },
+  async () => {
+    const binary = agentBinary('claude')
+    const project = makeLiveProject('claude')
+    const bash = (command: string) => ({ name: 'Bash', input: { command, description: command } })
+    const steps = [
+      { name: 'Read', input: { file_path: project.big } },
+      { name: 'Read', input: { file_path: project.big } },
+      bash(`ls ${project.root}/src`),
+      bash(`ls ${project.root}/src`),
+    ]
+    const isMain = (json: any) => (json?.tools ?? []).some((t: any) => t.name === 'Bash')
+    const fake = await startFakeUpstream((request, index) => {
+      const json = request.json
+      if (request.path.includes('/count_tokens')) return { json: { input_tokens: 1234 } }
+      if (!request.path.endsWith('/messages') || !json)
+        return { json: { data: [], has_more: false } }
+      const turns = isMain(json)
+        ? json.messages.filter(
+            (m: any) =>
+              Array.isArray(m.content) && m.content.some((b: any) => b.type === 'tool_use'),
+          ).length
+        : -1
+      const step = steps[turns]
+      const content: Block[] =
+        turns < 0
+          ? [{ type: 'text', text: 'Side answer.' }]
+          : step
+            ? [{ type: 'tool_use', id: `toolu_obs_${index}`, name: step.name, input: step.input }]
+            : [{ type: 'text', text: FINAL }]
+      const usage = { input_tokens: 1000 * (index + 1), output_tokens: 10 }
+      if (!json.stream) return { json: { ...anthropicMessage(content, `msg_${index}`), usage } }
+      const events = anthropicEvents(content, `msg_${index}`) as any[]
+      events[0].message.usage = { ...usage, output_tokens: 1 }
+      return { sse: events, done: false }
+    })
+    const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
+      idleTtlMs: DAY,
+    })
+    const stats = createStats({ observe: true })
+    const proxy = await startProxy({
+      upstreamUrl: fake.url,
+      store,
+      stats,
+      workspace: await createWorkspace([project.root]),
+      observe: true,
+    })
+    const tap = await startTap(proxy.url)
+    try {
+      const run = await runAgent(
+        binary,
+        ['-p', 'Look around.', '--model', 'claude-sonnet-4-5', '--output-format', 'json'],
+        {
+          cwd: project.root,
+          env: isolatedEnv(project.home, {
+            ANTHROPIC_BASE_URL: tap.url,
+            ANTHROPIC_API_KEY: 'live-key',
+            IS_SANDBOX: '1',
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+            DISABLE_AUTOUPDATER: '1',
+          }),
+          timeoutMs: 90_000,
+        },
+      )
+      const about = describeRun(run)
+      assert.equal(run.code, 0, about)
+      assert.ok(run.stdout.includes(FINAL), about)
+
+      // Byte for byte: every body the CLI sent to /v1/messages is one the upstream received.
+      const sent = tap.exchanges.filter((e) => e.path.startsWith('/v1/messages')).map((e) => e.body)
+      const received = fake.requests
+        .filter((r) => r.path.startsWith('/v1/messages'))
+        .map((r) => r.body)
+      assert.deepEqual([...received].sort(), [...sent].sort())
+      assert.ok(!received.some((body) => body.includes('"recall"')), 'no recall tool upstream')
+      assert.ok(!received.some((body) => /\[#000\d/.test(body)), 'no brackets upstream')
+
+      const main = stats.snapshot().sessions.find((s) => s.requests >= steps.length + 1)
+      assert.ok(main, JSON.stringify(stats.snapshot().sessions.map((s) => s.requests)))
+      assert.equal(stats.snapshot().observe, true)
+      assert.ok(main.stubs >= 1, `the re-read would be a stub: ${main.stubs}`)
+      assert.ok(main.dedupes >= 2, `the re-read and the listing would be deduped: ${main.dedupes}`)
+      assert.ok(main.inputTokensSaved > 0, `would save ${main.inputTokensSaved}`)
+      assert.ok(main.promptTokens > 0, 'the upstream usage, read from its streams')
+      assert.match(main.agent ?? '', /^claude-cli/)
+    } finally {
+      await tap.close()
+      await proxy.close()
+      await store.close()
+      await fake.close()
+      rmSync(dirname(project.root), { recursive: true, force: true })
+    }
+  },
+)
