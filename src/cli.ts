@@ -143,7 +143,12 @@ async function run(config: Config): Promise<void> {
       hint: 'anyone who reaches this address can use your upstream; set --auth to require a secret',
     })
   }
+  let stopping = false
   const stop = async (signal: string) => {
+    // Ctrl-C reaches every process of the group and the primary passes it on too: a worker
+    // stops once, and a second signal does not cut its stop short.
+    if (stopping) return
+    stopping = true
     log.info('stopping', { signal })
     server.close()
     await keeper?.flush()
@@ -151,8 +156,8 @@ async function run(config: Config): Promise<void> {
     await Promise.allSettled([upstream.close(), store.close(), recorder?.close()])
     process.exit(0)
   }
-  process.once('SIGINT', () => void stop('SIGINT'))
-  process.once('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
+  process.on('SIGTERM', () => void stop('SIGTERM'))
 }
 
 /**

@@ -98,6 +98,6 @@ export function runPrimary(options: PrimaryOptions): void {
     await options.closed()
     process.exit(0)
   }
-  process.once('SIGINT', () => void stop('SIGINT'))
-  process.once('SIGTERM', () => void stop('SIGTERM'))
+  process.on('SIGINT', () => void stop('SIGINT'))
+  process.on('SIGTERM', () => void stop('SIGTERM'))
 }

@@ -37,6 +37,15 @@ function script(door: Door) {
   }
 }
 
+/** A process's command line, for a message. */
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').slice(0, 200)
+  } catch {
+    return '(gone)'
+  }
+}
+
 /** The processes a process started. */
 function childrenOf(pid: number): number[] {
   return readdirSync('/proc')
@@ -70,8 +79,13 @@ test('--workers 2: sessions on any worker keep their history, one /stats for all
   ])
   try {
     assert.match(proxy.stdout, /workers: 2 processes on one store/)
-    const workers = childrenOf(proxy.child.pid!)
-    assert.equal(workers.length, 2, `two workers: ${workers}`)
+    let workers = childrenOf(proxy.child.pid!)
+    for (let i = 0; i < 25 && workers.length !== 2; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      workers = childrenOf(proxy.child.pid!)
+    }
+    const described = workers.map((pid) => `${pid}: ${commandOf(pid)}`).join('\n')
+    assert.equal(workers.length, 2, `two workers:\n${described}\n${proxy.stderr()}`)
 
     // Four sessions per door at once: their requests spread over both workers.
     let sent = 0
@@ -138,6 +152,15 @@ test('--workers 2: sessions on any worker keep their history, one /stats for all
       const answer = await client.send(proxy.url)
       assert.equal(answer.status, 200, answer.raw.slice(0, 200))
     }
+    // Ctrl-C in a terminal: every process of the group gets SIGINT, the workers twice (the
+    // primary passes it on); all stop once, none is started again.
+    const pid = proxy.child.pid!
+    const exited = new Promise<number | null>((resolve) => proxy.child.once('exit', resolve))
+    process.kill(pid, 'SIGINT')
+    for (const worker of childrenOf(pid)) process.kill(worker, 'SIGINT')
+    assert.equal(await exited, 0, 'the primary exits 0')
+    assert.deepEqual(childrenOf(pid), [], 'no worker left after a stop')
+    assert.equal(proxy.stderr().match(/"event":"worker-exited"/g)?.length, 1, 'only the killed one')
   } finally {
     const pid = proxy.child.pid!
     await stopCli(proxy)
