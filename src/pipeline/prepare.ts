@@ -3,7 +3,7 @@ import { LembasError } from '../errors.js'
 import type { AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
-import { arraySpan, arrayTail } from '../wire/json-scan.js'
+import { arraySpan, arrayTail, type MessagesSpan } from '../wire/json-scan.js'
 import { buildBody, type UpstreamBody } from './body.js'
 import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
 import { parseBody, parseElements, parseJson, WHOLE_PARSE_BYTES } from './json.js'
@@ -144,6 +144,7 @@ async function prepareWhole(
       deps.splice.remember(key, {
         ...state,
         fixed,
+        rest: restOf(door, bytes, span, request),
         explicit: identity.explicit !== undefined,
         arrayStart: span.arrayStart,
         prefix: bytes.subarray(0, end),
@@ -263,6 +264,16 @@ function finish(
     },
     recall: !clientHasRecall,
   }
+}
+
+/**
+ * The fields around the array, as the fast path remembers them: its next request, which most
+ * often sends them again, neither parses nor digests them. The history itself is not kept.
+ */
+function restOf(door: Door, bytes: Buffer, span: MessagesSpan, request: Json) {
+  const text =
+    bytes.toString('utf8', 0, span.arrayStart) + '[]' + bytes.toString('utf8', span.arrayEnd + 1)
+  return { text, value: { ...request, [door.arrayKey]: [] } }
 }
 
 /** The prompt block and the recall tool (unless the client has its own), in characters. */
