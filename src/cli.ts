@@ -54,15 +54,21 @@ function pricesOf(config: Config) {
   }
 }
 
+/** One proxy for every agent of a team: the APIs given an upstream of their own. */
+function ownRoutes(config: Config): { path: string; url: string }[] {
+  return [
+    { path: '/messages', url: config.upstreamMessages },
+    { path: '/responses', url: config.upstreamResponses },
+  ].filter((route) => route.url !== '')
+}
+
 /** The start-up lines: where it listens, each API's upstream, the mode. */
 function startLines(config: Config, host: string, port: number): string {
-  const own = [
-    ['/messages', config.upstreamMessages],
-    ['/responses', config.upstreamResponses],
-  ].filter(([, url]) => url)
   return (
     `lembas-proxy listening on http://${host}:${port} -> ${displayUrl(config.upstream)}\n` +
-    own.map(([route, url]) => `  /v1${route} -> ${displayUrl(url!)}\n`).join('') +
+    ownRoutes(config)
+      .map(({ path, url }) => `  /v1${path} -> ${displayUrl(url)}\n`)
+      .join('') +
     (config.workers > 1 ? `  workers: ${config.workers} processes on one store\n` : '') +
     (config.observe
       ? '  observing: requests go upstream as sent; /stats shows what would be saved\n'
@@ -82,11 +88,7 @@ async function run(config: Config): Promise<void> {
       timeoutMs: config.upstreamTimeoutMs,
       keepAliveMs: config.upstreamKeepaliveMs,
     })
-  // One proxy for every agent of a team: each API may have an upstream of its own.
-  const routes = [
-    { path: '/messages', url: config.upstreamMessages },
-    { path: '/responses', url: config.upstreamResponses },
-  ].flatMap(({ path, url }) => (url ? [{ path, upstream: toUpstream(url) }] : []))
+  const routes = ownRoutes(config).map(({ path, url }) => ({ path, upstream: toUpstream(url) }))
   const upstream = routedUpstream(toUpstream(config.upstream), routes)
   const recorder = config.record ? openRecorder(config.record, log) : undefined
   // A worker's figures go to the primary, which keeps every worker's in one place.

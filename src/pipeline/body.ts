@@ -43,6 +43,11 @@ export function itemsText(items: readonly unknown[]): string {
   return items.map((item) => JSON.stringify(item)).join(',')
 }
 
+/** The bytes of items kept in pieces. */
+export function piecesBytes(pieces: readonly Buffer[]): number {
+  return pieces.reduce((sum, piece) => sum + piece.length, 0)
+}
+
 /** Known item bytes with more appended; many small pieces are joined now and then. */
 export function appendItems(known: readonly Buffer[], added: string): readonly Buffer[] {
   if (added === '') return known

@@ -1,4 +1,5 @@
 import { shortHash } from '../session/identity.js'
+import { piecesBytes } from './body.js'
 import type { Json } from './door.js'
 import type { SpliceState } from './splice.js'
 
@@ -86,7 +87,7 @@ export function cacheBreak(input: BreakInput): CacheBreak | undefined {
   if (changed) return changed
   const at = mismatch(previous.items, input.upstream)
   if (at === undefined) return undefined
-  const sent = input.upstream.reduce((sum, piece) => sum + piece.length, 0)
+  const sent = piecesBytes(input.upstream)
   const offsets = input.offsets()
   let item = 0
   while (item + 1 < offsets.length && offsets[item + 1]! <= at) item++

@@ -181,8 +181,7 @@ async function spliced(
   const between = bytes.toString('utf8', lastEnd, tail.arrayEnd)
   const newText = between.replace(/^\s*,/, '')
   if (newText !== between && newText.trim() === '') return undefined // `[…,]`: the full path refuses it
-  const restText =
-    bytes.toString('utf8', 0, state.arrayStart) + '[]' + bytes.toString('utf8', tail.arrayEnd + 1)
+  const restText = fieldsText(bytes, state.arrayStart, tail.arrayEnd)
   // The appended items sit one level deeper in the whole body than in this array; many of
   // them are parsed one by one, with pauses.
   const appended =
@@ -271,9 +270,13 @@ function finish(
  * often sends them again, neither parses nor digests them. The history itself is not kept.
  */
 function restOf(door: Door, bytes: Buffer, span: MessagesSpan, request: Json) {
-  const text =
-    bytes.toString('utf8', 0, span.arrayStart) + '[]' + bytes.toString('utf8', span.arrayEnd + 1)
+  const text = fieldsText(bytes, span.arrayStart, span.arrayEnd)
   return { text, value: { ...request, [door.arrayKey]: [] } }
+}
+
+/** The body's text with its items array emptied: the fields around it, as the client wrote them. */
+function fieldsText(bytes: Buffer, arrayStart: number, arrayEnd: number): string {
+  return bytes.toString('utf8', 0, arrayStart) + '[]' + bytes.toString('utf8', arrayEnd + 1)
 }
 
 /** The prompt block and the recall tool (unless the client has its own), in characters. */

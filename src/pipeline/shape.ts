@@ -9,7 +9,7 @@ import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
 import type { Profile } from '../tools/index.js'
 import { contentText, type ChatMessage } from '../wire/chat.js'
-import { appendItems } from './body.js'
+import { appendItems, piecesBytes } from './body.js'
 import { dueBatch, liveResults, standIn, type ElideSettings } from './elide.js'
 import {
   rebuildHistory,
@@ -153,7 +153,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     scope,
     systemKey: continuity.systemKey,
     items: covered === items.length ? shaped.items : appendItems(known, upstream.joined(covered)),
-    sentBytes: shaped.items.reduce((sum, piece) => sum + piece.length, 0),
+    sentBytes: piecesBytes(shaped.items),
     itemCount: base + covered,
     lastDigest: covered === 0 ? (start?.lastDigest ?? '') : door.itemDigest(items[covered - 1]!),
     history: rebuilt.snapshot,
@@ -211,7 +211,7 @@ async function upstreamItems(
 
 /** Where the request's own items begin upstream: after the known ones and their comma. */
 function afterKnown(known: readonly Buffer[], added: string): number {
-  const bytes = known.reduce((sum, piece) => sum + piece.length, 0)
+  const bytes = piecesBytes(known)
   return bytes > 0 && added !== '' ? bytes + 1 : bytes
 }
 

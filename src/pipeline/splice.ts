@@ -1,3 +1,4 @@
+import { piecesBytes } from './body.js'
 import type { Live } from './elide.js'
 import type { HistoryState } from './rebuild.js'
 
@@ -101,7 +102,7 @@ function size(states: readonly SpliceState[]): number {
       state.prefix.length +
       (state.rest?.text.length ?? 0) +
       state.history.table.weight +
-      state.items.reduce((n, piece) => n + piece.length, 0),
+      piecesBytes(state.items),
     0,
   )
 }
