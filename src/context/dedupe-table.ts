@@ -35,6 +35,11 @@ export type Entry = ReadEntry | ListingEntry | TouchEntry
 /** An entry's fixed cost in memory, about: an object, its strings, a set slot. */
 const ENTRY_BYTES = 160
 
+/** An entry's weight in the table: its fixed cost and its blind line hashes. */
+function entryWeight(entry: Entry): number {
+  return ENTRY_BYTES + (entry.kind === 'read' ? (entry.lineHashes?.length ?? 0) : 0) * 32
+}
+
 /**
  * The dedupe table (spec §2, §6): the full results present earlier in the request being built.
  * Built afresh for every request, so a rewind, a reply or a compaction empties it by itself.
@@ -42,18 +47,25 @@ const ENTRY_BYTES = 160
 export class DedupeTable {
   readonly #entries: Entry[] = []
   readonly #ids = new Set<string>()
+  /** Kept as entries come and go: asked on every request, it must not walk the table. */
+  #weight = 0
 
   add(entry: Entry): void {
+    if (!this.#ids.has(entry.id)) this.#weight += ENTRY_BYTES
     this.#ids.add(entry.id)
     if (entry.kind !== 'touch') {
       this.#entries.push(entry)
+      this.#weight += entryWeight(entry)
       return
     }
     // Blind mode cannot hash the file: a read of it before this change must not be a target.
     const touched = new Set(entry.absPaths)
     for (let i = this.#entries.length - 1; i >= 0; i--) {
       const earlier = this.#entries[i]
-      if (earlier?.kind === 'read' && touched.has(earlier.absPath)) this.#entries.splice(i, 1)
+      if (earlier?.kind === 'read' && touched.has(earlier.absPath)) {
+        this.#entries.splice(i, 1)
+        this.#weight -= entryWeight(earlier)
+      }
     }
   }
 
@@ -62,6 +74,7 @@ export class DedupeTable {
     const copy = new DedupeTable()
     for (const entry of this.#entries) copy.#entries.push(entry)
     for (const id of this.#ids) copy.#ids.add(id)
+    copy.#weight = this.#weight
     return copy
   }
 
@@ -71,10 +84,7 @@ export class DedupeTable {
 
   /** About how many bytes the table holds (blind line hashes most): for a cache's budget. */
   get weight(): number {
-    let bytes = this.#ids.size * ENTRY_BYTES
-    for (const entry of this.#entries)
-      bytes += ENTRY_BYTES + (entry.kind === 'read' ? (entry.lineHashes?.length ?? 0) : 0) * 32
-    return bytes
+    return this.#weight
   }
 
   /** The newest full read of the same file, unchanged, whose lines hold the lines asked for. */

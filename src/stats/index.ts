@@ -209,6 +209,7 @@ export function createStats(
   const loops: (() => number)[] = []
   const recent: RecentRequest[] = []
   const series: SeriesPoint[] = []
+  let windowStart = 0
   const registry = new Registry()
   const m = metricsOf(registry)
   // The longest the event loop was held between two scrapes: one request must not stall others.
@@ -274,16 +275,18 @@ export function createStats(
           unrecognisedByTool.set(tool, (unrecognisedByTool.get(tool) ?? 0) + 1)
         }
       }
+      // A new point when the window of the last one has passed; else the last one goes on.
+      const nowMs = Date.now()
+      const inWindow = series.length > 0 && nowMs - windowStart < SERIES_WINDOW_MS
+      if (!inWindow) windowStart = nowMs
       const point = {
-        at: new Date().toISOString(),
+        at: inWindow ? series.at(-1)!.at : new Date(nowMs).toISOString(),
         requests: totals.requests,
         cachedRatio: totals.cachedRatio,
         inputTokensSaved: totals.inputTokensSaved,
         clientBreaks: totals.clientBreaks,
       }
-      const last = series.at(-1)
-      if (last && Date.parse(point.at) - Date.parse(last.at) < SERIES_WINDOW_MS)
-        series[series.length - 1] = { ...point, at: last.at }
+      if (inWindow) series[series.length - 1] = point
       else series.push(point)
       if (series.length > SERIES_POINTS) series.shift()
       m.recalls.inc(request.recalls)
