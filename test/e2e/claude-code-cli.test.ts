@@ -13,7 +13,7 @@ import { createLogger } from '../../src/log.js'
 import { createStats, type StatsSnapshot } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
-import { anthropicEvents, anthropicMessage, type Block } from '../helpers/fake-anthropic.js'
+import { claudeAnswer, claudeSideAnswer, type Block } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
 import { startProxy } from '../helpers/proxy.js'
 import {
@@ -165,10 +165,9 @@ for (const { model, reminders } of MODELS) {
         const errors: string[] = []
         const main: RecordedRequest[] = []
         const fake = await startFakeUpstream((request, index) => {
+          const side = claudeSideAnswer(request)
+          if (side) return side
           const json = request.json
-          if (request.path.includes('/count_tokens')) return { json: { input_tokens: 1234 } }
-          if (!request.path.endsWith('/messages') || !json)
-            return { json: { data: [], has_more: false } }
           let say: Call | string = 'Side answer.'
           if (isMain(json)) {
             main.push(request)
@@ -195,12 +194,7 @@ for (const { model, reminders } of MODELS) {
                   { type: 'text', text: `Step ${main.length}.` },
                   { type: 'tool_use', id: `toolu_live_${index}`, name: say.name, input: say.input },
                 ]
-          // The input grows every turn, so the CLI's "tokens left" reminder changes every turn.
-          const usage = { input_tokens: 1000 * (index + 1), output_tokens: 10 }
-          if (!json.stream) return { json: { ...anthropicMessage(content, `msg_${index}`), usage } }
-          const events = anthropicEvents(content, `msg_${index}`) as any[]
-          events[0].message.usage = { ...usage, output_tokens: 1 }
-          return { sse: events, done: false }
+          return claudeAnswer(request, content, index)
         })
         const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
           idleTtlMs: DAY,

@@ -11,7 +11,7 @@ import { test } from 'node:test'
 import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
-import { anthropicEvents, anthropicMessage, type Block } from '../helpers/fake-anthropic.js'
+import { claudeAnswer, claudeSideAnswer, type Block } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
 import { startProxy } from '../helpers/proxy.js'
 import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
@@ -35,10 +35,9 @@ test(
     ]
     const isMain = (json: any) => (json?.tools ?? []).some((t: any) => t.name === 'Bash')
     const fake = await startFakeUpstream((request, index) => {
+      const side = claudeSideAnswer(request)
+      if (side) return side
       const json = request.json
-      if (request.path.includes('/count_tokens')) return { json: { input_tokens: 1234 } }
-      if (!request.path.endsWith('/messages') || !json)
-        return { json: { data: [], has_more: false } }
       const turns = isMain(json)
         ? json.messages.filter(
             (m: any) =>
@@ -52,11 +51,7 @@ test(
           : step
             ? [{ type: 'tool_use', id: `toolu_obs_${index}`, name: step.name, input: step.input }]
             : [{ type: 'text', text: FINAL }]
-      const usage = { input_tokens: 1000 * (index + 1), output_tokens: 10 }
-      if (!json.stream) return { json: { ...anthropicMessage(content, `msg_${index}`), usage } }
-      const events = anthropicEvents(content, `msg_${index}`) as any[]
-      events[0].message.usage = { ...usage, output_tokens: 1 }
-      return { sse: events, done: false }
+      return claudeAnswer(request, content, index)
     })
     const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
       idleTtlMs: DAY,

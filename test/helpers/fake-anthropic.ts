@@ -152,3 +152,30 @@ export function assembleMessage(events: readonly any[]): { content: any[]; stop_
   }
   return { content, stop_reason }
 }
+
+/**
+ * What the real CLI asks besides Messages (count_tokens, model lists), answered so it goes on;
+ * undefined for a Messages request, which the script answers.
+ */
+export function claudeSideAnswer(request: RecordedRequest): FakeResponse | undefined {
+  if (request.path.includes('/count_tokens')) return { json: { input_tokens: 1234 } }
+  if (!request.path.endsWith('/messages') || !request.json)
+    return { json: { data: [], has_more: false } }
+  return undefined
+}
+
+/**
+ * A Messages answer, whole or streamed as the request asks, with input usage growing request by
+ * request: the real CLI's "tokens left" reminder then changes every turn.
+ */
+export function claudeAnswer(
+  request: RecordedRequest,
+  content: Block[],
+  index: number,
+): FakeResponse {
+  const usage = { input_tokens: 1000 * (index + 1), output_tokens: 10 }
+  if (!request.json.stream) return { json: { ...anthropicMessage(content, `msg_${index}`), usage } }
+  const events = anthropicEvents(content, `msg_${index}`) as any[]
+  events[0].message.usage = { ...usage, output_tokens: 1 }
+  return { sse: events, done: false }
+}
