@@ -10,8 +10,6 @@ import { createApp } from './http/app.js'
 import { guardConnections } from './http/guard.js'
 import { createLogger } from './log.js'
 import { createRecorder } from './record/recorder.js'
-import { runReplay } from './replay/command.js'
-import { runStats } from './stats/command.js'
 import { runPrimary } from './cluster/primary.js'
 import { workerStats } from './cluster/worker-stats.js'
 import { createStats } from './stats/index.js'
@@ -28,8 +26,15 @@ async function main(): Promise<void> {
   ).version
   const argv = process.argv.slice(2)
   // A subcommand comes before any flag: `lembas-proxy replay FILE...`.
-  if (argv[0] === 'replay') return void process.stdout.write(await runReplay(argv.slice(1)))
-  if (argv[0] === 'stats') return void process.stdout.write(await runStats(argv.slice(1)))
+  // Loaded on demand: replay's tokenizer tables alone hold about 35 MB that a server never uses.
+  if (argv[0] === 'replay') {
+    const { runReplay } = await import('./replay/command.js')
+    return void process.stdout.write(await runReplay(argv.slice(1)))
+  }
+  if (argv[0] === 'stats') {
+    const { runStats } = await import('./stats/command.js')
+    return void process.stdout.write(await runStats(argv.slice(1)))
+  }
   const parsed = parseCommandLine(argv, process.env)
   if (parsed.kind === 'help') return void process.stdout.write(helpText(version))
   if (parsed.kind === 'version') return void process.stdout.write(version + '\n')
@@ -106,6 +111,7 @@ async function run(config: Config): Promise<void> {
     sessionHeader: config.sessionHeader,
     elide: elideSettings(config, loop),
     spliceBytes: config.spliceCacheBytes,
+    coldBodiesBytes: config.coldBodiesBytes,
     observe: config.observe,
   })
   stats.watchCache('splice', () => settings.splice.bytes)

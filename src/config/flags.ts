@@ -81,6 +81,11 @@ export const FLAGS = {
     default: '64',
     help: 'memory for the upstream history of recent sessions, so a next request parses only what is new',
   },
+  'cold-bodies-mb': {
+    env: 'LEMBAS_COLD_BODIES_MB',
+    default: '16',
+    help: 'memory for bodies of requests no session here goes on from yet (new sessions, after a restart): more wait',
+  },
   'max-body-mb': {
     env: 'LEMBAS_MAX_BODY_MB',
     default: '64',
@@ -193,6 +198,10 @@ const ConfigSchema = z.object({
     .number()
     .min(0)
     .transform((mb) => Math.round(mb * 1024 * 1024)),
+  coldBodiesBytes: z.coerce
+    .number()
+    .positive()
+    .transform((mb) => Math.round(mb * 1024 * 1024)),
   maxBodyBytes: z.coerce
     .number()
     .positive()
@@ -286,6 +295,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     stats: pick('stats'),
     storeCacheBytes: pick('store-cache-mb'),
     spliceCacheBytes: pick('splice-cache-mb'),
+    coldBodiesBytes: pick('cold-bodies-mb'),
     maxBodyBytes: pick('max-body-mb'),
     idleTtlMs: pick('idle-ttl-days'),
     logLevel: pick('log-level'),
@@ -313,6 +323,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       headerTimeoutMs: 'header-timeout-ms',
       storeCacheBytes: 'store-cache-mb',
       spliceCacheBytes: 'splice-cache-mb',
+      coldBodiesBytes: 'cold-bodies-mb',
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',
       logLevel: 'log-level',

@@ -1,4 +1,5 @@
 import type { ElideSettings } from '../pipeline/elide.js'
+import { ByteBudget } from '../pipeline/admission.js'
 import { recallSetup } from '../pipeline/recall.js'
 import { SpliceCache } from '../pipeline/splice.js'
 import { defaultProfile } from '../tools/index.js'
@@ -8,6 +9,7 @@ import { sessionSources } from './sessions.js'
 
 /** Bytes of upstream history kept in memory for the fast path, over all sessions (default). */
 export const SPLICE_BYTES = 64 * 1024 * 1024
+export const COLD_BODIES_BYTES = 16 * 1024 * 1024
 
 /** The elision settings, from the flags and loop.json; undefined (nothing elided) without --elide. */
 export function elideSettings(
@@ -40,6 +42,8 @@ export function pipelineSettings(
     elide?: ElideSettings | undefined
     /** `--splice-cache-mb`, in bytes. */
     spliceBytes?: number
+    /** `--cold-bodies-mb`, in bytes. */
+    coldBodiesBytes?: number
     /** `--observe`: forward every request as it came, shape it in shadow only. */
     observe?: boolean
   },
@@ -55,6 +59,7 @@ export function pipelineSettings(
     observe: options.observe ?? false,
     continueWithinMs: loop.proxy.sessions.continue_within_ms,
     splice: new SpliceCache(options.spliceBytes ?? SPLICE_BYTES),
+    coldBodies: new ByteBudget(options.coldBodiesBytes ?? COLD_BODIES_BYTES),
     maxDepth: 512,
   }
 }

@@ -5,6 +5,8 @@ export { capText } from './cap.js'
 export { readBracket, shortSha } from './brackets.js'
 export {
   DedupeTable,
+  hashLines,
+  legacyLineHashes,
   sha256Hex,
   sortedKeyJson,
   type Entry,

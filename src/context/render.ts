@@ -2,7 +2,7 @@ import { readBracket } from './brackets.js'
 import { capText } from './cap.js'
 import type { TableRead } from './compaction-table.js'
 import {
-  hashLine,
+  hashLines,
   MAX_HASHED_LINES,
   sha256Hex,
   sortedKeyJson,
@@ -123,7 +123,7 @@ function readEntry(read: ReadCall, id: string): Entry | undefined {
   // Blind: only the lines themselves can show that a later read is unchanged.
   const count = read.end - read.start + 1
   if (read.shown && read.shown.length === count && count <= MAX_HASHED_LINES) {
-    return { ...base, lineHashes: read.shown.map(hashLine) }
+    return { ...base, lineHashes: hashLines(read.shown) }
   }
   return undefined
 }

@@ -4,6 +4,7 @@ import { DOORS } from '../doors/index.js'
 import type { Door, Json } from '../pipeline/door.js'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import type { Logger } from '../log.js'
+import { admitBody } from '../pipeline/admission.js'
 import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { isAbortError } from '../upstream/index.js'
 import { AUTH_HEADER, sharedSecret } from './auth.js'
@@ -63,6 +64,7 @@ export function createApp(deps: AppDeps): Hono {
   // The three front doors: one pipeline, each wire format an adapter.
   for (const door of DOORS) {
     app.post('/v1' + door.path, async (c) => {
+      const parsed = await admitBody(door, c.req.raw.headers, deps)
       try {
         const rawBody = await readBody(c, deps.options.maxBodyBytes)
         const reply = await handle(
@@ -73,12 +75,15 @@ export function createApp(deps: AppDeps): Hono {
             compactionSignal: c.req.header(deps.options.compactionHeader),
             headers: upstreamHeaders(c.req.raw.headers),
             signal: c.req.raw.signal,
+            parsed,
           },
           deps,
         )
         return toResponse(reply)
       } catch (error) {
         return errorResponse(c, error, deps.log, door)
+      } finally {
+        parsed()
       }
     })
   }

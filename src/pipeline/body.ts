@@ -48,10 +48,8 @@ export function piecesBytes(pieces: readonly Buffer[]): number {
   return pieces.reduce((sum, piece) => sum + piece.length, 0)
 }
 
-/** Known item bytes with more appended; many small pieces are joined now and then. */
+/** Known item bytes with more appended (the body is joined once, when it is sent). */
 export function appendItems(known: readonly Buffer[], added: string): readonly Buffer[] {
   if (added === '') return known
-  const more = Buffer.from(known.length === 0 ? added : ',' + added)
-  const pieces = [...known, more]
-  return pieces.length > 64 ? [Buffer.concat(pieces)] : pieces
+  return [...known, Buffer.from(piecesBytes(known) === 0 ? added : ',' + added)]
 }

@@ -1,7 +1,6 @@
 import { shortHash } from '../session/identity.js'
-import { piecesBytes } from './body.js'
 import type { Json } from './door.js'
-import type { SpliceState } from './splice.js'
+import type { ItemDigests, SpliceState } from './splice.js'
 
 /**
  * Where a request stopped repeating the session's previous one upstream, and who changed it:
@@ -58,11 +57,10 @@ export interface BreakInput {
   readonly previous: SpliceState
   readonly fixed: Record<string, string>
   readonly items: readonly Json[]
-  /** This request's bytes and where its items array opens. */
-  readonly body: Buffer
-  readonly arrayStart: number
-  /** This request's upstream items, and the upstream bytes before each client item. */
-  readonly upstream: readonly Buffer[]
+  /** This request's item digests, from the start of its history. */
+  readonly digests: ItemDigests
+  /** This request's upstream bytes of its items, and those before each client item. */
+  readonly sentBytes: number
   readonly offsets: () => readonly number[]
 }
 
@@ -80,19 +78,18 @@ export function fieldBreak(
   return { field, by: 'client', tokens: Math.round(previous.sentBytes / CHARS_PER_TOKEN) }
 }
 
-/** The break between the previous request and this one, if this one does not go on from it. */
+/**
+ * The break between the previous request and this one, if this one does not go on from it: the
+ * first item whose upstream bytes differ (by digest), and whether the client's differ before it.
+ */
 export function cacheBreak(input: BreakInput): CacheBreak | undefined {
-  const { previous } = input
+  const { previous, digests } = input
   const changed = fieldBreak(previous, input.fixed)
   if (changed) return changed
-  const at = mismatch(previous.items, input.upstream)
-  if (at === undefined) return undefined
-  const sent = piecesBytes(input.upstream)
-  const offsets = input.offsets()
-  let item = 0
-  while (item + 1 < offsets.length && offsets[item + 1]! <= at) item++
-  const clientArray = [previous.prefix.subarray(previous.arrayStart)]
-  const clientSame = mismatch(clientArray, [input.body.subarray(input.arrayStart)]) === undefined
+  const item = firstDifferent(previous.digests.upstream, digests.upstream)
+  if (item === undefined) return undefined
+  const at = input.offsets()[item] ?? input.sentBytes
+  const clientSame = firstDifferent(previous.digests.client, digests.client) === undefined
   const raw = input.items[item]
   const role = raw?.role ?? raw?.type
   return {
@@ -100,60 +97,21 @@ export function cacheBreak(input: BreakInput): CacheBreak | undefined {
     ...(typeof role === 'string' ? { role } : {}),
     by: clientSame ? 'proxy' : 'client',
     // What this request resends after the change: cached before, written and billed again.
-    tokens: Math.round(Math.max(0, Math.min(previous.sentBytes, sent) - at) / CHARS_PER_TOKEN),
+    tokens: Math.round(
+      Math.max(0, Math.min(previous.sentBytes, input.sentBytes) - at) / CHARS_PER_TOKEN,
+    ),
   }
 }
 
 /**
- * The offset of the first byte where `after` stops repeating `before` (joined pieces), or
- * undefined when it never does: `after` starts with all of `before`, or ends before it differs
- * (a request cut back to an earlier point is all cached).
+ * The first index where `after` stops repeating `before`, or undefined when it never does:
+ * `after` goes on from all of `before`, or ends first (a request cut back is all cached).
  */
-export function mismatch(before: readonly Buffer[], after: readonly Buffer[]): number | undefined {
-  const a = cursor(before)
-  const b = cursor(after)
-  let offset = 0
-  for (;;) {
-    const left = a.rest()
-    if (left.length === 0) return undefined
-    const right = b.rest()
-    if (right.length === 0) return undefined
-    const n = Math.min(left.length, right.length)
-    const x = left.subarray(0, n)
-    const y = right.subarray(0, n)
-    if (!x.equals(y)) return offset + firstUnequal(x, y)
-    offset += n
-    a.skip(n)
-    b.skip(n)
-  }
-}
-
-/** The first differing byte of two unequal buffers of one length: halves compared natively. */
-function firstUnequal(x: Buffer, y: Buffer): number {
-  let low = 0
-  let high = x.length
-  while (high - low > 64) {
-    const middle = (low + high) >> 1
-    if (x.subarray(low, middle).equals(y.subarray(low, middle))) low = middle
-    else high = middle
-  }
-  while (low < high && x[low] === y[low]) low++
-  return low
-}
-
-function cursor(pieces: readonly Buffer[]) {
-  let index = 0
-  let at = 0
-  return {
-    rest(): Buffer {
-      while (index < pieces.length && at >= pieces[index]!.length) {
-        index++
-        at = 0
-      }
-      return index < pieces.length ? pieces[index]!.subarray(at) : Buffer.alloc(0)
-    },
-    skip(n: number): void {
-      at += n
-    },
-  }
+export function firstDifferent(
+  before: readonly string[],
+  after: readonly string[],
+): number | undefined {
+  const n = Math.min(before.length, after.length)
+  for (let i = 0; i < n; i++) if (before[i] !== after[i]) return i
+  return undefined
 }

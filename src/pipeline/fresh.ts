@@ -1,6 +1,7 @@
 import {
   DedupeTable,
   formatId,
+  legacyLineHashes,
   renderResult,
   renderRewritten,
   type ContextRules,
@@ -373,7 +374,7 @@ export function addShown(
 ): { content: ToolRecord['content']; stub: boolean } {
   if (record.stub && table.has(record.stub.target)) return { content: record.content, stub: true }
   const entry = record.stub ? record.stub.entry : record.entry
-  if (entry) table.add(entry)
+  if (entry) table.add(legacyLineHashes(entry))
   return { content: record.stub ? record.stub.content : record.content, stub: false }
 }
 

@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream'
 import { bodyBytes } from './body.js'
 import { watchUsage } from './observe.js'
 import { completeAnswer, send, streamAnswer, type Turn } from './loop.js'
+import type { ByteBudget } from './admission.js'
 import { prepare, type PrepareDeps, type Prepared } from './prepare.js'
 
 export interface PipelineDeps extends PrepareDeps {
@@ -24,6 +25,8 @@ export interface PipelineDeps extends PrepareDeps {
    * rebuild runs in shadow, for the stats only ("would save").
    */
   readonly observe?: boolean | undefined
+  /** `--cold-bodies-mb`: bodies that will be parsed whole, let in a few at a time. */
+  readonly coldBodies?: ByteBudget | undefined
 }
 
 /** Where `--record` writes: the client's body and the upstream body, per request. */
@@ -64,6 +67,8 @@ export interface RequestInput {
   /** The headers that go upstream (allowlisted). */
   readonly headers: Record<string, string>
   readonly signal: AbortSignal
+  /** Called once the body is parsed: its room in `--cold-bodies-mb` goes to the next. */
+  readonly parsed?: (() => void) | undefined
   /** The compaction header's value, when the client sent it. */
   readonly compactionSignal?: string | undefined
 }
@@ -208,7 +213,7 @@ async function run(
       compactionSignal: input.compactionSignal,
     },
     deps,
-  )
+  ).finally(input.parsed)
   seen.stream = door.stream(prepared.request)
   seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
   if (prepared.kind === 'plain' || deps.observe) {

@@ -151,7 +151,8 @@ async function nestedArray(element: Buffer): Promise<string | undefined> {
   return undefined
 }
 
-function skipComma(bytes: Buffer, from: number): number {
+/** Past the spaces and the comma before an array element. */
+export function skipComma(bytes: Buffer, from: number): number {
   let i = skipSpace(bytes, from)
   if (bytes[i] === 44) i = skipSpace(bytes, i + 1)
   return i

@@ -4,12 +4,15 @@ import type { AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
 import { arraySpan, arrayTail, type MessagesSpan } from '../wire/json-scan.js'
-import { buildBody, type UpstreamBody } from './body.js'
+import { hash } from 'node:crypto'
+import type { Hash } from 'node:crypto'
+import { buildBody, piecesBytes, type UpstreamBody } from './body.js'
 import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
-import { parseBody, parseElements, parseJson, WHOLE_PARSE_BYTES } from './json.js'
+import { parseBody, parseElements, parseJson, skipComma, WHOLE_PARSE_BYTES } from './json.js'
+import { KeptBuilder, resolveKept, type Kept } from './kept.js'
 import type { HistoryStats } from './rebuild.js'
 import { isMarker, shapeItems, type ShapeDeps, type Shaped } from './shape.js'
-import type { SpliceCache } from './splice.js'
+import { prefixHash, type ItemDigests, type SpliceCache } from './splice.js'
 import type { RecallSetup } from './recall.js'
 
 export interface PrepareDeps extends ShapeDeps {
@@ -121,34 +124,42 @@ async function prepareWhole(
   )
   if (!shaped) throw new Error('the full path always shapes')
   const previous = earlier.find((state) => state.scope === shaped.session.scope)
-  // A large body's array was found while parsing: its span serves again.
+  // Every element's end: to digest and keep each item (a large body's span came with its parse).
   const span =
     (shaped.remember || previous) &&
-    (parsed.span ?? (await arraySpan(bytes, door.arrayKey, door.holdback + 1)))
+    (parsed.span ?? (await arraySpan(bytes, door.arrayKey, Number.MAX_SAFE_INTEGER)))
+  const elements = span && elementsOf(bytes, span.arrayStart + 1, span.ends)
+  const digests = elements && itemDigests(bytes, elements, shaped.texts, items.length)
   const broken =
-    previous && span
+    previous && digests
       ? cacheBreak({
           previous,
           fixed,
           items,
-          body: bytes,
-          arrayStart: span.arrayStart,
-          upstream: shaped.items,
+          digests,
+          sentBytes: piecesBytes(shaped.items),
           offsets: shaped.offsets,
         })
       : undefined
-  if (span && shaped.remember) {
+  if (span && elements && digests && shaped.remember) {
     const { covered, ...state } = shaped.remember
     const end = endOf(span.ends, items.length - covered, items.length, span.arrayStart + 1)
-    if (end !== undefined)
+    if (end !== undefined) {
+      const kept = keepItems(bytes, elements, shaped.texts, covered, new KeptBuilder(bytes))
       deps.splice.remember(key, {
         ...state,
+        ...kept,
+        digests: {
+          client: digests.client.slice(0, covered),
+          upstream: digests.upstream.slice(0, covered),
+        },
         fixed,
         rest: restOf(door, bytes, span, request),
         explicit: identity.explicit !== undefined,
         arrayStart: span.arrayStart,
-        prefix: bytes.subarray(0, end),
+        prefix: prefixOf(bytes, end, prefixHash(bytes.subarray(0, end))),
       })
+    }
   }
   return finish(door, request, items.length, shaped, 0, deps, broken)
 }
@@ -171,8 +182,9 @@ async function spliced(
   // A compaction is decided over the whole history: the full path takes those requests.
   if (input.compactionSignal) return undefined
   const key = spliceKey(door, headers, deps.sessionSources)
-  const state = deps.splice.find(key, bytes)
-  if (!state || state.endsWithMarker) return undefined
+  const found = deps.splice.find(key, bytes)
+  if (!found || found.state.endsWithMarker) return undefined
+  const state = found.state
   const lastEnd = state.prefix.length
   // Every appended element's end: to parse many one by one, and to remember where to go on.
   const tail = await arrayTail(bytes, lastEnd, Number.MAX_SAFE_INTEGER)
@@ -211,7 +223,17 @@ async function spliced(
     return undefined
 
   const shaped = await shapeItems(
-    { door, request, items, view, identity, start: state, now, withinMs: deps.continueWithinMs },
+    {
+      door,
+      request,
+      items,
+      view,
+      identity,
+      start: state,
+      known: resolveKept(state.kept, bytes),
+      now,
+      withinMs: deps.continueWithinMs,
+    },
     deps,
   )
   if (!shaped) return undefined // a batch of elided results is due: the full path decides it
@@ -220,14 +242,23 @@ async function spliced(
     const { covered, ...next } = shaped.remember
     const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)
     const remembered = { text: restText, value: rest }
-    if (end !== undefined)
+    if (end !== undefined) {
+      const elements = elementsOf(bytes, lastEnd, tail.ends.slice(0, covered))
+      const added = itemDigests(bytes, elements, shaped.texts, covered)
+      const builder = new KeptBuilder(bytes, state.kept, state.keptBytes)
       deps.splice.remember(key, {
         ...state,
         ...next,
+        ...keepItems(bytes, elements, shaped.texts, covered, builder),
+        digests: {
+          client: [...state.digests.client, ...added.client],
+          upstream: [...state.digests.upstream, ...added.upstream],
+        },
         fixed,
         rest: remembered,
-        prefix: bytes.subarray(0, end),
+        prefix: prefixOf(bytes, end, found.hash.update(bytes.subarray(lastEnd, end))),
       })
+    }
   }
   const count = state.itemCount + items.length
   return finish(door, request, count, shaped, 1, deps, fieldBreak(state, fixed))
@@ -263,6 +294,51 @@ function finish(
     },
     recall: !clientHasRecall,
   }
+}
+
+/** Each element's bytes [start, end): `from` is just inside the `[` or after a known element. */
+function elementsOf(bytes: Buffer, from: number, ends: readonly number[]) {
+  let at = from
+  return ends.map((end) => {
+    const element = { start: skipComma(bytes, at), end }
+    at = end
+    return element
+  })
+}
+
+type Element = { readonly start: number; readonly end: number }
+
+/** Digests of the first `count` items' client bytes and upstream texts (for cache breaks). */
+function itemDigests(
+  bytes: Buffer,
+  elements: readonly Element[],
+  texts: readonly string[],
+  count: number,
+): ItemDigests {
+  const client: string[] = []
+  const upstream: string[] = []
+  for (let k = 0; k < count; k++) {
+    const element = elements[k]!
+    client.push(hash('sha1', bytes.subarray(element.start, element.end), 'base64url'))
+    upstream.push(hash('sha1', texts[k] ?? '', 'base64url'))
+  }
+  return { client, upstream }
+}
+
+/** The first `count` items' upstream bytes, kept against their client bytes. */
+function keepItems(
+  bytes: Buffer,
+  elements: readonly Element[],
+  texts: readonly string[],
+  count: number,
+  builder: KeptBuilder,
+): { kept: readonly Kept[]; keptBytes: number } {
+  for (let k = 0; k < count; k++) builder.item(texts[k] ?? '', elements[k]!.start, elements[k]!.end)
+  return { kept: builder.pieces, keptBytes: builder.bytes }
+}
+
+function prefixOf(bytes: Buffer, end: number, digest: Hash) {
+  return { length: end, digest: digest.digest(), opens: bytes[end - 1] === 91 /* [ */ }
 }
 
 /**
@@ -301,7 +377,7 @@ function checked(door: Door, json: unknown): Json {
  * Where a session's last request is remembered: known before the body is read, from the tenant
  * and the session header (sessions named in the body, or implicit ones, share a key per tenant).
  */
-function spliceKey(door: Door, headers: Headers, sources: SessionSources): string {
+export function spliceKey(door: Door, headers: Headers, sources: SessionSources): string {
   const header = sources.headers.map((name) => headers.get(name)?.trim()).find((value) => value)
   return door.name + '\u0000' + tenantOf(headers) + '\u0000' + (header ?? '')
 }

@@ -35,6 +35,8 @@ export interface ShapeInput {
   readonly identity: Identity
   /** Where the items go on from (the fast path); the full path starts from nothing. */
   readonly start?: SpliceState | undefined
+  /** The upstream bytes of the items `start` holds, resolved against this request's body. */
+  readonly known?: readonly Buffer[] | undefined
   readonly compactionSignal?: string | undefined
   readonly now: number
   readonly withinMs: number
@@ -44,6 +46,8 @@ export interface Shaped {
   readonly session: SessionRef
   /** The upstream bytes of the items (elements joined by commas, in pieces). */
   readonly items: readonly Buffer[]
+  /** The upstream text of each of this request's client items ('' for one sent as none). */
+  readonly texts: readonly string[]
   readonly stats: HistoryStats
   /** Where the model's answer to this request stands. */
   readonly place: AnswerPlace
@@ -52,7 +56,14 @@ export interface Shaped {
   /** The state at the request's end less the door's holdback: the fast path's next start. */
   readonly remember?: Omit<
     SpliceState,
-    'arrayStart' | 'prefix' | 'explicit' | 'endsWithMarker' | 'fixed'
+    | 'arrayStart'
+    | 'prefix'
+    | 'explicit'
+    | 'endsWithMarker'
+    | 'fixed'
+    | 'kept'
+    | 'keptBytes'
+    | 'digests'
   > & {
     /** The client items the remembered state covers. */
     readonly covered: number
@@ -105,7 +116,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     deps,
   )
   if (newerBatch.length > 0 && rebuilt.extra.at(-1) !== undefined) return undefined
-  const known = start?.items ?? []
+  const known = input.known ?? []
   let upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
   // Only --elide weighs batches: without it, no result is followed.
   const liveNow = () =>
@@ -141,7 +152,14 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
   const place = { index: count, previous: answers.last }
   const offsets = () => upstream.offsets(known)
-  const shaped = { session, items: appendItems(known, upstream.joined()), stats, place, offsets }
+  const shaped = {
+    session,
+    items: appendItems(known, upstream.joined()),
+    texts: upstream.texts,
+    stats,
+    place,
+    offsets,
+  }
   // A join across the remembered end would change bytes the next request splices: none then;
   // nor an empty history (chat: the prompt block would be left out).
   const crossing = covered < items.length && covered > 0 && upstream.perItem[covered]?.length === 0
@@ -152,7 +170,6 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const remember = {
     scope,
     systemKey: continuity.systemKey,
-    items: covered === items.length ? shaped.items : appendItems(known, upstream.joined(covered)),
     sentBytes: piecesBytes(shaped.items),
     itemCount: base + covered,
     lastDigest: covered === 0 ? (start?.lastDigest ?? '') : door.itemDigest(items[covered - 1]!),
@@ -193,6 +210,7 @@ async function upstreamItems(
       .join(',')
   return {
     perItem,
+    texts,
     restored: restored.restored,
     joined,
     /** Upstream bytes of the known items and of this request's. */

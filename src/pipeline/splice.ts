@@ -1,5 +1,6 @@
-import { piecesBytes } from './body.js'
+import { createHash, type Hash } from 'node:crypto'
 import type { Live } from './elide.js'
+import { keptWeight, type Kept } from './kept.js'
 import type { HistoryState } from './rebuild.js'
 
 /**
@@ -26,10 +27,16 @@ export interface SpliceState {
   readonly endsWithMarker: boolean
   /** Offset of the items array's `[` in the request bytes. */
   readonly arrayStart: number
-  /** The request's bytes up to just after the array's last remembered element. */
-  readonly prefix: Buffer
-  /** The upstream bytes of those items (array elements joined by commas, in pieces). */
-  readonly items: readonly Buffer[]
+  /**
+   * The request's bytes up to just after the array's last remembered element, as their length
+   * and digest (the bytes themselves are the next request's), and whether they end at the `[`.
+   */
+  readonly prefix: { readonly length: number; readonly digest: Buffer; readonly opens: boolean }
+  /** The upstream bytes of those items (array elements joined by commas), kept small. */
+  readonly kept: readonly Kept[]
+  readonly keptBytes: number
+  /** For each client item of the prefix, digests of its client bytes and of its upstream bytes. */
+  readonly digests: ItemDigests
   /** Upstream bytes of all the request's items, the held-back ones too: what a break bills again. */
   readonly sentBytes: number
   /** How many of the client's items the prefix holds, and the digest of the last one. */
@@ -40,6 +47,23 @@ export interface SpliceState {
   readonly live: readonly Live[]
 }
 
+export interface ItemDigests {
+  readonly client: readonly string[]
+  readonly upstream: readonly string[]
+}
+
+/** A remembered state this request goes on from, and the digest of its bytes up to there. */
+export interface Found {
+  readonly state: SpliceState
+  /** The running digest at the end of the prefix: the next prefix's goes on from it. */
+  readonly hash: Hash
+}
+
+/** The digest of a request's bytes up to a remembered end: sha-256 (hardware-backed mostly). */
+export function prefixHash(bytes: Buffer): Hash {
+  return createHash('sha256').update(bytes)
+}
+
 export class SpliceCache {
   readonly #byKey = new Map<string, SpliceState[]>()
   #bytes = 0
@@ -47,23 +71,24 @@ export class SpliceCache {
   constructor(private readonly maxBytes: number) {}
 
   /**
-   * Bytes held, over all sessions (at most `maxBytes`): request and upstream bytes, the fields
-   * around them and each state's dedupe table (its blind line hashes most).
+   * Bytes held, over all sessions (at most `maxBytes`): the upstream bytes the proxy changed,
+   * the fields around the items, digests and each state's dedupe table (its blind line hashes most).
    */
   get bytes(): number {
     return this.#bytes
   }
 
   /** The remembered state whose bytes this request starts with, followed by more items or the end. */
-  find(key: string, body: Buffer): SpliceState | undefined {
+  find(key: string, body: Buffer): Found | undefined {
     for (const state of this.#byKey.get(key) ?? []) {
-      const end = state.prefix.length
-      if (body.length <= end) continue
-      const next = body[skipSpace(body, end)]
+      const { length, digest, opens } = state.prefix
+      if (body.length <= length) continue
+      const next = body[skipSpace(body, length)]
       // After an element comes a comma or the end; a prefix that holds none ends at the `[`.
-      const opens = state.prefix[end - 1] === 91 /* [ */
       if (!opens && next !== 44 /* , */ && next !== 93 /* ] */) continue
-      if (body.subarray(0, end).equals(state.prefix)) return state
+      if (opens !== (body[length - 1] === 91) /* [ */) continue
+      const hash = prefixHash(body.subarray(0, length))
+      if (hash.copy().digest().equals(digest)) return { state, hash }
     }
     return undefined
   }
@@ -73,14 +98,8 @@ export class SpliceCache {
     return this.#byKey.get(key) ?? []
   }
 
-  remember(key: string, given: SpliceState): void {
+  remember(key: string, state: SpliceState): void {
     if (this.maxBytes <= 0) return
-    // The prefix is a view of the whole request body: keep a copy of just the prefix, so the
-    // body can go and the count below is what is really held.
-    const state =
-      given.prefix.byteLength < given.prefix.buffer.byteLength
-        ? { ...given, prefix: Buffer.from(given.prefix) }
-        : given
     const previous = this.#byKey.get(key) ?? []
     // A key holds a few sessions: implicit ones of one tenant share it.
     const states = [state, ...previous.filter((old) => old.scope !== state.scope)].slice(0, 4)
@@ -99,10 +118,11 @@ function size(states: readonly SpliceState[]): number {
   return states.reduce(
     (sum, state) =>
       sum +
-      state.prefix.length +
       (state.rest?.text.length ?? 0) +
       state.history.table.weight +
-      piecesBytes(state.items),
+      keptWeight(state.kept) +
+      // Two digests of 22 characters for each item, with the strings' own overhead.
+      state.digests.client.length * 2 * 48,
     0,
   )
 }

@@ -41,6 +41,8 @@ export async function startProxy(options: {
   elide?: ElideSettings
   /** `--observe`: forward as sent, shape in shadow. */
   observe?: boolean
+  /** `--cold-bodies-mb`, in bytes. */
+  coldBodiesBytes?: number
 }): Promise<TestProxy> {
   const upstream = createUpstream({
     baseUrl: options.upstreamUrl,
@@ -51,6 +53,7 @@ export async function startProxy(options: {
       sessionHeader: options.sessionHeader ?? 'x-session-id',
       elide: options.elide,
       observe: options.observe ?? false,
+      coldBodiesBytes: options.coldBodiesBytes,
     }),
     ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
     store: options.stats ? timedStore(options.store, options.stats) : options.store,

@@ -1,18 +1,14 @@
-/** Where a request stops repeating the previous one: byte offsets over pieces, fields, tokens. */
+/** Where a request stops repeating the previous one: items by digest, fields, tokens. */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { cacheBreak, fieldBreak, fixedDigests, mismatch } from '../../src/pipeline/breaks.js'
+import { cacheBreak, fieldBreak, firstDifferent, fixedDigests } from '../../src/pipeline/breaks.js'
 import type { SpliceState } from '../../src/pipeline/splice.js'
 
-const b = (text: string) => Buffer.from(text)
-
-test('mismatch finds the first differing byte across pieces of any cut', () => {
-  const long = 'x'.repeat(5000)
-  assert.equal(mismatch([b('ab'), b('cd')], [b('abcd'), b('ef')]), undefined, 'goes on')
-  assert.equal(mismatch([b('abcd')], [b('a'), b('bXd')]), 2)
-  assert.equal(mismatch([b(long + 'a')], [b(long), b('b')]), 5000, 'past the halving')
-  assert.equal(mismatch([b('abcd')], [b('ab')]), undefined, 'cut back: all of it cached')
-  assert.equal(mismatch([], [b('a')]), undefined)
+test('firstDifferent finds the first item that stops repeating the previous ones', () => {
+  assert.equal(firstDifferent(['a', 'b'], ['a', 'b', 'c']), undefined, 'goes on')
+  assert.equal(firstDifferent(['a', 'b', 'c'], ['a', 'x', 'c']), 1)
+  assert.equal(firstDifferent(['a', 'b'], ['a']), undefined, 'cut back: all of it cached')
+  assert.equal(firstDifferent([], ['a']), undefined)
 })
 
 test('fields a prompt cache keys on are digested without cache_control markers', () => {
@@ -31,37 +27,39 @@ test('fields a prompt cache keys on are digested without cache_control markers',
 })
 
 test('a pruned item is the client’s break; the same client bytes with other upstream bytes the proxy’s', () => {
-  const prefix = b('{"messages":[{"a":1},{"b":2}')
   const previous = {
     fixed: {},
-    items: [b('{"a":1},{"b":2}')],
     sentBytes: 400,
-    prefix,
-    arrayStart: prefix.indexOf('['),
+    digests: { client: ['A', 'B'], upstream: ['a', 'b'] },
   } as unknown as SpliceState
   const items = [{ role: 'user' }, { role: 'tool' }, { role: 'user' }]
-  const pruned = b('{"messages":[{"a":1},{"b":0},{"c":3}]}')
   const client = cacheBreak({
     previous,
     fixed: {},
     items,
-    body: pruned,
-    arrayStart: pruned.indexOf('['),
-    upstream: [b('{"a":1},{"b":0},{"c":3}')],
+    digests: { client: ['A', 'B2', 'C'], upstream: ['a', 'b2', 'c'] },
+    sentBytes: 23,
     offsets: () => [0, 8, 16],
   })
-  // Ten bytes of this request from the change on (of 23): billed again.
-  assert.deepEqual(client, { item: 1, role: 'tool', by: 'client', tokens: 3 })
-  const same = b('{"messages":[{"a":1},{"b":2},{"c":3}]}')
+  // 15 bytes of this request from the changed item on (of 23): billed again.
+  assert.deepEqual(client, { item: 1, role: 'tool', by: 'client', tokens: 4 })
   const proxy = cacheBreak({
     previous,
     fixed: {},
     items,
-    body: same,
-    arrayStart: same.indexOf('['),
-    upstream: [b('{"a":1},{"e":1},{"c":3}')],
+    digests: { client: ['A', 'B', 'C'], upstream: ['a', 'e', 'c'] },
+    sentBytes: 23,
     offsets: () => [0, 8, 16],
   })
   assert.equal(proxy?.by, 'proxy')
   assert.equal(proxy?.item, 1)
+  const goesOn = cacheBreak({
+    previous,
+    fixed: {},
+    items,
+    digests: { client: ['A', 'B', 'C'], upstream: ['a', 'b', 'c'] },
+    sentBytes: 23,
+    offsets: () => [0, 8, 16],
+  })
+  assert.equal(goesOn, undefined, 'the same items and more: no break')
 })

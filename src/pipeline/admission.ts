@@ -1,0 +1,77 @@
+import type { Door } from './door.js'
+import { spliceKey, type PrepareDeps } from './prepare.js'
+
+/**
+ * Bytes of request bodies let in at once, first come first served; one body always fits. A
+ * request that waits has not been read yet: its bytes stay with the client (TCP holds them).
+ */
+export class ByteBudget {
+  #used = 0
+  readonly #waiting: { readonly bytes: number; readonly go: () => void }[] = []
+
+  constructor(readonly limit: number) {}
+
+  /** Bytes let in now. */
+  get used(): number {
+    return this.#used
+  }
+
+  /** Requests waiting for room. */
+  get waiting(): number {
+    return this.#waiting.length
+  }
+
+  /** Waits for room for `bytes`; the function returned gives it back (once, however often called). */
+  async acquire(bytes: number): Promise<() => void> {
+    if (this.#waiting.length === 0 && this.#fits(bytes)) this.#used += bytes
+    else await new Promise<void>((go) => this.#waiting.push({ bytes, go }))
+    let given = false
+    return () => {
+      if (given) return
+      given = true
+      this.#used -= bytes
+      this.#drain()
+    }
+  }
+
+  #fits(bytes: number): boolean {
+    return this.#used === 0 || this.#used + bytes <= this.limit
+  }
+
+  #drain(): void {
+    while (this.#waiting.length > 0 && this.#fits(this.#waiting[0]!.bytes)) {
+      const next = this.#waiting.shift()!
+      this.#used += next.bytes
+      next.go()
+    }
+  }
+}
+
+/** A body that does not say its length is counted as this many bytes. */
+const UNKNOWN_BYTES = 1 << 20
+
+/**
+ * Bodies up to this size never wait: their parse takes little memory, and a new session's
+ * first small request (or an agent's title request) must not queue behind a huge one.
+ */
+const SMALL_BYTES = 64 * 1024
+
+/**
+ * Before a body is read: a request that no remembered session state can take on the fast path
+ * (a new session, a restart, another replica) will be parsed whole, which takes several times
+ * its size in memory; such bodies are let in within `--cold-bodies-mb`, so many sessions
+ * starting together wait their turn instead of all holding their bodies at once.
+ * Returns the function that lets the next one in (call it once the body is parsed).
+ */
+export async function admitBody(
+  door: Door,
+  headers: Headers,
+  deps: Pick<PrepareDeps, 'splice' | 'sessionSources'> & { readonly coldBodies?: ByteBudget },
+): Promise<() => void> {
+  const budget = deps.coldBodies
+  if (!budget || deps.splice.states(spliceKey(door, headers, deps.sessionSources)).length > 0)
+    return () => {}
+  const declared = Number(headers.get('content-length'))
+  const bytes = Number.isFinite(declared) && declared > 0 ? declared : UNKNOWN_BYTES
+  return bytes <= SMALL_BYTES ? () => {} : budget.acquire(bytes)
+}

@@ -1,0 +1,149 @@
+/**
+ * The upstream bytes of a session's known items, kept small: most of them repeat the client's
+ * own bytes (an untouched message, a result with only its id bracket added), and the client
+ * sends those bytes again with its next request. So the upstream bytes are kept as spans of the
+ * client's request, which the next request resolves against its own body (it starts with the
+ * same bytes, checked by digest), and the few bytes the proxy changed.
+ */
+
+/** Bytes [start, end) of the client's request: the upstream repeats them. */
+export interface Span {
+  readonly start: number
+  readonly end: number
+}
+
+export type Kept = Buffer | Span
+
+/** The upstream bytes, as views of `body` (a request that starts with the remembered bytes). */
+export function resolveKept(kept: readonly Kept[], body: Buffer): Buffer[] {
+  return kept.map((piece) =>
+    Buffer.isBuffer(piece) ? piece : body.subarray(piece.start, piece.end),
+  )
+}
+
+/** What the kept pieces hold in memory: their own bytes and a few words per span. */
+export function keptWeight(kept: readonly Kept[]): number {
+  return kept.reduce((sum, piece) => sum + (Buffer.isBuffer(piece) ? piece.length + 64 : 48), 0)
+}
+
+const COMMA = Buffer.from(',')
+
+/** Own bytes up to this size are joined with the ones before them (commas, brackets). */
+const JOIN_BYTES = 4096
+
+/**
+ * Builds kept pieces for upstream items from the client items they came from: each item's
+ * upstream bytes are its client bytes where they agree at the start and at the end, and own
+ * bytes in between. Items are joined by commas, as the upstream array has them.
+ */
+export class KeptBuilder {
+  readonly #pieces: Kept[]
+  #bytes: number
+
+  constructor(
+    private readonly body: Buffer,
+    start: readonly Kept[] = [],
+    startBytes = 0,
+  ) {
+    this.#pieces = [...start]
+    this.#bytes = startBytes
+  }
+
+  /** Upstream bytes so far. */
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  get pieces(): readonly Kept[] {
+    return this.#pieces
+  }
+
+  /** The upstream text of the client element at [start, end) (empty: it sends nothing). */
+  item(text: string, start: number, end: number): void {
+    if (text === '') return
+    const comma = this.#bytes > 0 ? 1 : 0
+    if (comma) this.#own(COMMA)
+    const upstream = Buffer.from(text)
+    const client = this.body.subarray(start, end)
+    const head = commonHead(upstream, client)
+    const tail = commonTail(upstream, client, Math.min(upstream.length, client.length) - head)
+    if (head > 0) this.#span(start, start + head)
+    // A copy: a view would keep the whole encoded text alive.
+    if (upstream.length - tail > head)
+      this.#own(Buffer.from(upstream.subarray(head, upstream.length - tail)))
+    if (tail > 0) this.#span(end - tail, end)
+    this.#bytes += comma + upstream.length
+  }
+
+  #span(start: number, end: number): void {
+    const last = this.#pieces.at(-1)
+    if (last !== undefined && !Buffer.isBuffer(last) && last.end === start)
+      this.#pieces[this.#pieces.length - 1] = { start: last.start, end }
+    else this.#pieces.push({ start, end })
+  }
+
+  #own(bytes: Buffer): void {
+    const last = this.#pieces.at(-1)
+    // The client's separator is often the very byte the upstream has there: the span goes on.
+    if (
+      last !== undefined &&
+      !Buffer.isBuffer(last) &&
+      this.body.subarray(last.end, last.end + bytes.length).equals(bytes)
+    )
+      this.#pieces[this.#pieces.length - 1] = { start: last.start, end: last.end + bytes.length }
+    else if (Buffer.isBuffer(last) && last.length + bytes.length <= JOIN_BYTES)
+      this.#pieces[this.#pieces.length - 1] = Buffer.concat([last, bytes])
+    else this.#pieces.push(bytes)
+  }
+}
+
+/** How many bytes two buffers share at their start (compared natively, in growing steps). */
+export function commonHead(a: Buffer, b: Buffer): number {
+  const n = Math.min(a.length, b.length)
+  let low = 0
+  let step = 64
+  // Gallop: equal blocks of doubling size, then halve the first unequal one.
+  while (low < n) {
+    const high = Math.min(n, low + step)
+    if (!a.subarray(low, high).equals(b.subarray(low, high)))
+      return low + firstUnequal(a.subarray(low, high), b.subarray(low, high))
+    low = high
+    step *= 2
+  }
+  return n
+}
+
+/** How many bytes (at most `max`) two buffers share at their end. */
+export function commonTail(a: Buffer, b: Buffer, max: number): number {
+  let low = 0
+  let step = 64
+  while (low < max) {
+    const high = Math.min(max, low + step)
+    const x = a.subarray(a.length - high, a.length - low)
+    const y = b.subarray(b.length - high, b.length - low)
+    if (!x.equals(y)) return low + lastUnequal(x, y)
+    low = high
+    step *= 2
+  }
+  return max
+}
+
+/** The first differing byte of two unequal buffers of one length: halves compared natively. */
+export function firstUnequal(x: Buffer, y: Buffer): number {
+  let low = 0
+  let high = x.length
+  while (high - low > 64) {
+    const middle = (low + high) >> 1
+    if (x.subarray(low, middle).equals(y.subarray(low, middle))) low = middle
+    else high = middle
+  }
+  while (low < high && x[low] === y[low]) low++
+  return low
+}
+
+/** How many bytes two unequal buffers of one length share at their end. */
+function lastUnequal(x: Buffer, y: Buffer): number {
+  let same = 0
+  while (same < x.length && x[x.length - 1 - same] === y[y.length - 1 - same]) same++
+  return same
+}

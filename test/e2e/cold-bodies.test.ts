@@ -1,0 +1,110 @@
+/**
+ * `--cold-bodies-mb`: bodies of requests no remembered session goes on from (they are parsed
+ * whole) are read within a byte budget, so many sessions starting together do not all hold
+ * their bodies and parse trees at once; a request of a session the proxy goes on from never
+ * waits for them.
+ */
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import { test } from 'node:test'
+import { createStore } from '../../src/store/index.js'
+import { startFakeUpstream } from '../helpers/fake-upstream.js'
+import { chatWithResults, postChat, startProxy } from '../helpers/proxy.js'
+
+const DAY = 86_400_000
+
+/** A request whose body is sent in two halves: the second when `finish` is called. */
+function slowPost(url: string, body: string, session: string) {
+  const bytes = Buffer.from(body)
+  const target = new URL(url + '/v1/chat/completions')
+  let finish!: () => void
+  const answered = new Promise<number>((resolve, reject) => {
+    const req = request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(bytes.length),
+          authorization: 'Bearer test-key',
+          'x-session-id': session,
+        },
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+      },
+    )
+    req.on('error', reject)
+    req.write(bytes.subarray(0, bytes.length >> 1))
+    finish = () => req.end(bytes.subarray(bytes.length >> 1))
+  })
+  return { answered, finish: () => finish() }
+}
+
+/** A request of about 100 KB per `size` (bodies up to 64 KB never wait). */
+const body = (tag: string, size = 1) =>
+  chatWithResults([
+    { id: `call_${tag}`, output: `${tag} `.repeat((size * 100_000) / (tag.length + 1)) },
+  ])
+
+test('a new session waits while cold bodies fill the budget; a known session or a small body does not', async (t) => {
+  const upstream = await startFakeUpstream()
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store, coldBodiesBytes: 150_000 })
+  let slow: ReturnType<typeof slowPost> | undefined
+  t.after(async () => {
+    slow?.finish() // a failed check leaves no body open for the close to wait on
+    await proxy.close()
+    await upstream.close()
+  })
+  // Session "known" has been seen: its next request goes on from it.
+  const first = body('known')
+  assert.equal((await postChat(proxy.url, first, { 'x-session-id': 'known' })).status, 200)
+
+  slow = slowPost(proxy.url, JSON.stringify(body('slow')), 'slow')
+  const order: string[] = []
+  const waiting = postChat(proxy.url, body('waiting'), { 'x-session-id': 'waiting' }).then(
+    (reply) => (order.push('waiting'), reply.status),
+  )
+  const next = {
+    ...first,
+    messages: [
+      ...first.messages,
+      { role: 'assistant', content: 'and now?' },
+      { role: 'user', content: 'go on' },
+    ],
+  }
+  const known = await postChat(proxy.url, next, { 'x-session-id': 'known' })
+  assert.equal(known.status, 200, 'the known session went on while the slow body was held')
+  const tiny = await postChat(proxy.url, body('tiny', 0.01), { 'x-session-id': 'tiny' })
+  assert.equal(tiny.status, 200, 'a small new body went on too')
+  assert.equal(order.length, 0, 'the new session still waits for room')
+  order.push('slow finished')
+  slow.finish()
+  assert.equal(await slow.answered, 200)
+  assert.equal(await waiting, 200)
+  assert.deepEqual(order, ['slow finished', 'waiting'], 'let in once the slow body was parsed')
+})
+
+test('many new sessions at once within a small budget: every one answered', async (t) => {
+  const upstream = await startFakeUpstream()
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store, coldBodiesBytes: 250_000 })
+  t.after(async () => {
+    await proxy.close()
+    await upstream.close()
+  })
+  const replies = await Promise.all(
+    Array.from({ length: 24 }, (_, i) =>
+      postChat(proxy.url, body(`s${i}`), { 'x-session-id': `s${i}` }),
+    ),
+  )
+  assert.deepEqual(
+    replies.map((reply) => reply.status),
+    replies.map(() => 200),
+  )
+  assert.equal(upstream.requests.length, 24, 'each reached the upstream once')
+})
