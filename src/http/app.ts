@@ -64,9 +64,9 @@ export function createApp(deps: AppDeps): Hono {
   // The three front doors: one pipeline, each wire format an adapter.
   for (const door of DOORS) {
     app.post('/v1' + door.path, async (c) => {
-      const parsed = await admitBody(door, c.req.raw.headers, deps)
+      const { parsed, prefixes } = await admitBody(door, c.req.raw.headers, deps)
       try {
-        const rawBody = await readBody(c, deps.options.maxBodyBytes)
+        const rawBody = await readBody(c, deps.options.maxBodyBytes, prefixes)
         const reply = await handle(
           door,
           {
@@ -75,6 +75,7 @@ export function createApp(deps: AppDeps): Hono {
             compactionSignal: c.req.header(deps.options.compactionHeader),
             headers: upstreamHeaders(c.req.raw.headers),
             signal: c.req.raw.signal,
+            prefixes,
             parsed,
           },
           deps,

@@ -6,10 +6,15 @@ import type { UpstreamResponse } from '../upstream/index.js'
 import { responseHeadersForClient } from './headers.js'
 
 /**
- * The body's bytes, refused past the limit while they arrive. Read from node's request itself
- * when there is one: a megabyte body then costs one copy, not a trip through web streams.
+ * The body's bytes, refused past the limit while they arrive, each chunk shown to `watch` as it
+ * comes. Read from node's request itself when there is one: a megabyte body then costs one
+ * copy, not a trip through web streams.
  */
-export async function readBody(c: Context, maxBytes: number): Promise<Buffer> {
+export async function readBody(
+  c: Context,
+  maxBytes: number,
+  watch?: { update(chunk: Uint8Array): void },
+): Promise<Buffer> {
   const declared = Number(c.req.header('content-length') ?? 0)
   if (declared > maxBytes) throw tooLarge(maxBytes)
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
@@ -21,6 +26,7 @@ export async function readBody(c: Context, maxBytes: number): Promise<Buffer> {
     size += chunk.byteLength
     if (size > maxBytes) throw tooLarge(maxBytes)
     chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+    watch?.update(chunk)
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
 }

@@ -1,5 +1,6 @@
 import type { Door } from './door.js'
 import { spliceKey, type PrepareDeps } from './prepare.js'
+import type { PrefixWatch } from './splice.js'
 
 /**
  * Bytes of request bodies let in at once, first come first served; one body always fits. A
@@ -56,22 +57,30 @@ const UNKNOWN_BYTES = 1 << 20
  */
 const SMALL_BYTES = 64 * 1024
 
+/** How a body is let in: what to do with its bytes as they arrive, and once it is parsed. */
+export interface Admitted {
+  /** Digests the prefixes this process remembers for the request's key, as the bytes arrive. */
+  readonly prefixes?: PrefixWatch | undefined
+  /** Lets the next cold body in (call once the body is parsed; more calls do nothing). */
+  readonly parsed: () => void
+}
+
 /**
- * Before a body is read: a request that no remembered session state can take on the fast path
- * (a new session, a restart, another replica) will be parsed whole, which takes several times
- * its size in memory; such bodies are let in within `--cold-bodies-mb`, so many sessions
- * starting together wait their turn instead of all holding their bodies at once.
- * Returns the function that lets the next one in (call it once the body is parsed).
+ * Before a body is read. A request that may go on from a remembered session state gets its
+ * prefixes digested while it arrives. One that cannot (a new session, a restart, another
+ * replica) will be parsed whole, which takes several times its size in memory: such bodies are
+ * let in within `--cold-bodies-mb`, so many sessions starting together wait their turn instead
+ * of all holding their bodies and parse trees at once.
  */
 export async function admitBody(
   door: Door,
   headers: Headers,
   deps: Pick<PrepareDeps, 'splice' | 'sessionSources'> & { readonly coldBodies?: ByteBudget },
-): Promise<() => void> {
+): Promise<Admitted> {
+  const prefixes = deps.splice.watch(spliceKey(door, headers, deps.sessionSources))
   const budget = deps.coldBodies
-  if (!budget || deps.splice.states(spliceKey(door, headers, deps.sessionSources)).length > 0)
-    return () => {}
+  if (prefixes || !budget) return { prefixes, parsed: () => {} }
   const declared = Number(headers.get('content-length'))
   const bytes = Number.isFinite(declared) && declared > 0 ? declared : UNKNOWN_BYTES
-  return bytes <= SMALL_BYTES ? () => {} : budget.acquire(bytes)
+  return { parsed: bytes <= SMALL_BYTES ? () => {} : await budget.acquire(bytes) }
 }

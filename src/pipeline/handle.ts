@@ -11,6 +11,7 @@ import { bodyBytes } from './body.js'
 import { watchUsage } from './observe.js'
 import { completeAnswer, send, streamAnswer, type Turn } from './loop.js'
 import type { ByteBudget } from './admission.js'
+import type { PrefixWatch } from './splice.js'
 import { prepare, type PrepareDeps, type Prepared } from './prepare.js'
 
 export interface PipelineDeps extends PrepareDeps {
@@ -67,6 +68,8 @@ export interface RequestInput {
   /** The headers that go upstream (allowlisted). */
   readonly headers: Record<string, string>
   readonly signal: AbortSignal
+  /** Digests of the body's remembered prefixes, taken while it arrived. */
+  readonly prefixes?: PrefixWatch | undefined
   /** Called once the body is parsed: its room in `--cold-bodies-mb` goes to the next. */
   readonly parsed?: (() => void) | undefined
   /** The compaction header's value, when the client sent it. */
@@ -211,6 +214,7 @@ async function run(
       bytes: input.rawBody,
       headers: input.clientHeaders,
       compactionSignal: input.compactionSignal,
+      prefixes: input.prefixes,
     },
     deps,
   ).finally(input.parsed)

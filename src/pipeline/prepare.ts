@@ -12,7 +12,7 @@ import { parseBody, parseElements, parseJson, skipComma, WHOLE_PARSE_BYTES } fro
 import { KeptBuilder, resolveKept, type Kept } from './kept.js'
 import type { HistoryStats } from './rebuild.js'
 import { isMarker, shapeItems, type ShapeDeps, type Shaped } from './shape.js'
-import { prefixHash, type ItemDigests, type SpliceCache } from './splice.js'
+import { prefixHash, type ItemDigests, type PrefixWatch, type SpliceCache } from './splice.js'
 import type { RecallSetup } from './recall.js'
 
 export interface PrepareDeps extends ShapeDeps {
@@ -51,6 +51,8 @@ export interface PrepareInput {
   readonly bytes: Buffer
   readonly headers: Headers
   readonly compactionSignal?: string | undefined
+  /** Digests of the body's remembered prefixes, taken while it arrived. */
+  readonly prefixes?: PrefixWatch | undefined
 }
 
 /**
@@ -182,7 +184,7 @@ async function spliced(
   // A compaction is decided over the whole history: the full path takes those requests.
   if (input.compactionSignal) return undefined
   const key = spliceKey(door, headers, deps.sessionSources)
-  const found = deps.splice.find(key, bytes)
+  const found = deps.splice.find(key, bytes, input.prefixes)
   if (!found || found.state.endsWithMarker) return undefined
   const state = found.state
   const lastEnd = state.prefix.length

@@ -64,6 +64,43 @@ export function prefixHash(bytes: Buffer): Hash {
   return createHash('sha256').update(bytes)
 }
 
+/**
+ * Digests a body's first bytes at the remembered prefix lengths while it arrives: the fast
+ * path's check then costs nothing once the body is in, the hashing having overlapped the
+ * receiving.
+ */
+export class PrefixWatch {
+  readonly #hash = createHash('sha256')
+  readonly #targets: number[]
+  #at = 0
+  readonly #reached = new Map<number, Hash>()
+
+  constructor(lengths: readonly number[]) {
+    this.#targets = [...new Set(lengths)].filter((n) => n > 0).sort((a, b) => a - b)
+  }
+
+  /** The body's next bytes, in arrival order. */
+  update(chunk: Uint8Array): void {
+    let offset = 0
+    while (this.#targets.length > 0 && offset < chunk.length) {
+      const target = this.#targets[0]!
+      const take = Math.min(chunk.length - offset, target - this.#at)
+      this.#hash.update(chunk.subarray(offset, offset + take))
+      this.#at += take
+      offset += take
+      if (this.#at === target) {
+        this.#reached.set(target, this.#hash.copy())
+        this.#targets.shift()
+      }
+    }
+  }
+
+  /** The running digest of the body's first `length` bytes, once they have arrived. */
+  at(length: number): Hash | undefined {
+    return this.#reached.get(length)
+  }
+}
+
 export class SpliceCache {
   readonly #byKey = new Map<string, SpliceState[]>()
   #bytes = 0
@@ -78,8 +115,17 @@ export class SpliceCache {
     return this.#bytes
   }
 
-  /** The remembered state whose bytes this request starts with, followed by more items or the end. */
-  find(key: string, body: Buffer): Found | undefined {
+  /** A watch for the prefixes remembered under `key`, or undefined when there are none. */
+  watch(key: string): PrefixWatch | undefined {
+    const states = this.#byKey.get(key)
+    return states && new PrefixWatch(states.map((state) => state.prefix.length))
+  }
+
+  /**
+   * The remembered state whose bytes this request starts with, followed by more items or the
+   * end; `watch` holds the digests taken while the body arrived.
+   */
+  find(key: string, body: Buffer, watch?: PrefixWatch): Found | undefined {
     for (const state of this.#byKey.get(key) ?? []) {
       const { length, digest, opens } = state.prefix
       if (body.length <= length) continue
@@ -87,7 +133,7 @@ export class SpliceCache {
       // After an element comes a comma or the end; a prefix that holds none ends at the `[`.
       if (!opens && next !== 44 /* , */ && next !== 93 /* ] */) continue
       if (opens !== (body[length - 1] === 91) /* [ */) continue
-      const hash = prefixHash(body.subarray(0, length))
+      const hash = watch?.at(length) ?? prefixHash(body.subarray(0, length))
       if (hash.copy().digest().equals(digest)) return { state, hash }
     }
     return undefined

@@ -2,7 +2,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { DedupeTable, hashLines } from '../../src/context/index.js'
-import { SpliceCache, type SpliceState } from '../../src/pipeline/splice.js'
+import {
+  prefixHash,
+  PrefixWatch,
+  SpliceCache,
+  type SpliceState,
+} from '../../src/pipeline/splice.js'
 
 function state(scope: string, hashes: number): SpliceState {
   const table = new DedupeTable()
@@ -27,4 +32,16 @@ test('a remembered state weighs its dedupe table; past the budget the least rece
   assert.ok(cache.bytes <= 300_000, `within budget: ${cache.bytes}`)
   assert.equal(cache.states('a').length, 0, 'the least recent went')
   assert.equal(cache.states('c').length, 1)
+})
+
+test('a prefix watch digests the body at each remembered length as chunks arrive', () => {
+  const body = Buffer.from('{"messages":[{"a":1},{"b":2},{"c":3}]}')
+  const watch = new PrefixWatch([20, 13, 27, 20])
+  for (let at = 0; at < body.length; at += 5) watch.update(body.subarray(at, at + 5))
+  for (const length of [13, 20, 27])
+    assert.ok(
+      watch.at(length)!.digest().equals(prefixHash(body.subarray(0, length)).digest()),
+      `the digest at ${length}`,
+    )
+  assert.equal(watch.at(21), undefined, 'only at the lengths asked for')
 })
