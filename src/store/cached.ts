@@ -21,6 +21,13 @@ export interface CacheOptions {
 
 export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 
+/**
+ * Of the values written, only small ones are kept (ids, short renderings): a long result is
+ * written once and read again only by a recall or a request on the full path, which read it then;
+ * keeping every result written held about as much memory as the sessions' own bodies.
+ */
+const WRITTEN_CACHE_CHARS = 1024
+
 interface Entry<V> {
   readonly value: V
   readonly bytes: number
@@ -127,7 +134,7 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
           const key = entries[i]![0]
           const w = won[j++]!
           out[i] = w
-          lru.set(valueKey(scope, key), w, cost(scope, key, w))
+          if (w.length <= WRITTEN_CACHE_CHARS) lru.set(valueKey(scope, key), w, cost(scope, key, w))
         })
       }
       return out as string[]

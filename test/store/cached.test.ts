@@ -100,6 +100,21 @@ describe('cachedStore', () => {
     assert.deepEqual(calls, [['putIfAbsent', 's', ['m']]])
   })
 
+  test('of the values written, long ones are not kept: a later read asks the backend', async () => {
+    const { store, calls } = counting()
+    const cached = cachedStore(store)
+    const long = 'x'.repeat(5000)
+    await cached.putIfAbsent('s', [
+      ['short', 'S'],
+      ['long', long],
+    ])
+    calls.length = 0
+    assert.deepEqual(await cached.get('s', ['short', 'long']), ['S', long])
+    assert.deepEqual(calls, [['get', 's', ['long']]], 'only the long one is read')
+    assert.deepEqual(await cached.get('s', ['long']), [long])
+    assert.equal(calls.length, 1, 'once read, it is kept')
+  })
+
   test('claimIds caches numbers; new keys keep their order', async () => {
     const { store, calls } = counting()
     const cached = cachedStore(store)
