@@ -1,7 +1,9 @@
 /**
- * Embedded store on one SQLite file (better-sqlite3, synchronous). Every write runs in a BEGIN
- * IMMEDIATE transaction, so several processes on one file stay atomic and a failed batch leaves
- * nothing behind. Scopes untouched for longer than the idle TTL are deleted.
+ * Embedded store on one SQLite file (better-sqlite3, synchronous). Writes wait for the next turn
+ * of the event loop and commit together in one BEGIN IMMEDIATE transaction (a group commit:
+ * with many sessions at once, one commit serves all their writes), each in its own savepoint,
+ * so several processes on one file stay atomic and a failed batch leaves nothing behind.
+ * Scopes untouched for longer than the idle TTL are deleted.
  *
  * The kv table holds write-once values, claims and latest values alike, told apart by the
  * reserved field names of common.ts (so no schema change was needed for latest values, and a
@@ -68,6 +70,9 @@ export class SqliteStore implements Store {
   readonly #claimBatch
   readonly #setLatestBatch
   readonly #sweepBatch
+  readonly #group
+  /** Writes waiting for the group commit. */
+  #pending: PendingWrite[] = []
 
   constructor(file: string, options: SqliteStoreOptions) {
     checkIdleTtl(options.idleTtlMs)
@@ -174,6 +179,18 @@ export class SqliteStore implements Store {
       touch(scope)
       this.#upsertValue.run(scope, latestField(key), value)
     })
+    // Each write in its own savepoint: one that fails is undone alone, the others commit.
+    this.#group = db.transaction((writes: readonly PendingWrite[]) =>
+      writes.map((write): Outcome => {
+        try {
+          return { ok: true, value: write.run() }
+        } catch (error) {
+          // A full disk or an I/O error rolls the whole transaction back: all fail with it.
+          if (!db.inTransaction) throw error
+          return { ok: false, error }
+        }
+      }),
+    )
     // In chunks, so a sweep of many scopes never holds the write lock for long.
     this.#sweepBatch = db.transaction((cutoffMs: number) => {
       const stale = staleScopes.all(cutoffMs)
@@ -224,20 +241,20 @@ export class SqliteStore implements Store {
     this.#open()
     checkEntries(scope, entries)
     if (entries.length === 0) return []
-    return this.#run('putIfAbsent', () => this.#putBatch.immediate(scope, entries))
+    return this.#write('putIfAbsent', () => this.#putBatch(scope, entries))
   }
 
   async claimIds(scope: string, keys: readonly string[]): Promise<number[]> {
     this.#open()
     checkKeys(scope, keys)
     if (keys.length === 0) return []
-    return this.#run('claimIds', () => this.#claimBatch.immediate(scope, keys))
+    return this.#write('claimIds', () => this.#claimBatch(scope, keys))
   }
 
   async setLatest(scope: string, key: string, value: string): Promise<void> {
     this.#open()
     checkEntries(scope, [[key, value]])
-    this.#run('setLatest', () => this.#setLatestBatch.immediate(scope, key, value))
+    await this.#write('setLatest', () => this.#setLatestBatch(scope, key, value))
   }
 
   async getLatest(scope: string, key: string): Promise<string | undefined> {
@@ -254,6 +271,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.#closed) return
+    this.#flush()
     this.#closed = true
     clearInterval(this.#sweeper)
     this.db.close()
@@ -276,6 +294,34 @@ export class SqliteStore implements Store {
       this.#run(op, () => this.#retouch.run(this.#now(), scope))
     }
     return values
+  }
+
+  /** Queues a write for the group commit at the next turn of the event loop. */
+  #write<T>(op: string, run: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.#pending.length === 0) setImmediate(() => this.#flush())
+      this.#pending.push({ op, run, resolve: resolve as (value: unknown) => void, reject })
+    })
+  }
+
+  /** Commits the waiting writes in one transaction; each caller learns its own outcome. */
+  #flush(): void {
+    const writes = this.#pending
+    if (writes.length === 0) return
+    this.#pending = []
+    let outcomes: Outcome[]
+    try {
+      outcomes = this.#group.immediate(writes)
+    } catch (err) {
+      // The transaction itself failed (the lock, the disk): every write in it with it.
+      for (const write of writes) write.reject(this.#fail(err, write.op))
+      return
+    }
+    outcomes.forEach((outcome, i) => {
+      const write = writes[i]!
+      if (outcome.ok) write.resolve(outcome.value)
+      else write.reject(this.#fail(outcome.error, write.op))
+    })
   }
 
   #run<T>(op: string, fn: () => T): T {
@@ -306,6 +352,16 @@ export class SqliteStore implements Store {
     })
   }
 }
+
+interface PendingWrite {
+  readonly op: string
+  readonly run: () => unknown
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
+}
+
+type Outcome =
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown }
 
 function isSystemError(err: unknown): boolean {
   return err instanceof Error && typeof (err as { syscall?: unknown }).syscall === 'string'

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { statSync } from 'node:fs'
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -226,6 +227,37 @@ describe('sqlite store', () => {
     await mkdir(ok, { mode: 0o777 })
     await chmod(ok, 0o777)
     assert.deepEqual(await inChild('open', join(ok, 'store.db')), { ok: true })
+  })
+
+  test('writes in one turn of the event loop commit together, each with its own answer', async () => {
+    const file = freshPath()
+    const store = openSqliteStore(file, { idleTtlMs })
+    store.db.pragma('wal_checkpoint(TRUNCATE)')
+    const before = statSync(file + '-wal').size
+    const writes = Array.from({ length: 200 }, (_, i) =>
+      i % 2 === 0
+        ? store.putIfAbsent(`s${i % 10}`, [[`k${i}`, `v${i}`]])
+        : store.claimIds('ids', [`c${i}`]),
+    )
+    const answers = await Promise.all(writes)
+    const ids = answers.filter((_, i) => i % 2 === 1).map((a) => a[0])
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 100 }, (_, i) => i + 1),
+      'claims in call order',
+    )
+    assert.deepEqual(answers[0], ['v0'])
+    // One commit of 200 small writes adds a few pages to the log; 200 commits would add 200+.
+    const pages = (statSync(file + '-wal').size - before) / 4096
+    assert.ok(pages < 40, `the log grew by ${pages.toFixed(1)} pages`)
+    const other = new Database(file, { readonly: true })
+    assert.equal(
+      (other.prepare('SELECT count(*) AS n FROM kv').get() as { n: number }).n,
+      200,
+      'all visible to another connection',
+    )
+    other.close()
+    await store.close()
   })
 
   test('a full disk fails the whole batch, and the store keeps working', async () => {
