@@ -79,7 +79,7 @@ export const FLAGS = {
   'splice-cache-mb': {
     env: 'LEMBAS_SPLICE_CACHE_MB',
     default: '64',
-    help: 'memory for the upstream history of recent sessions, so a next request parses only what is new',
+    help: 'memory for what the fast path remembers of recent sessions (a few KB to a few hundred KB each), so a next request parses only what is new',
   },
   'cold-bodies-mb': {
     env: 'LEMBAS_COLD_BODIES_MB',

@@ -23,11 +23,15 @@ export function buildBody(
   key: string,
   items: readonly Buffer[],
 ): UpstreamBody {
+  return { ...framing(fields, key), items }
+}
+
+/** The bytes around a body's `key` array: every field of `fields`, in its order. */
+export function framing(fields: Record<string, unknown>, key: string): Omit<UpstreamBody, 'items'> {
   const text = JSON.stringify({ ...fields, [key]: SLOT })
   const at = text.indexOf(SLOT_JSON)
   return {
     before: Buffer.from(text.slice(0, at) + '['),
-    items,
     after: Buffer.from(']' + text.slice(at + SLOT_JSON.length)),
   }
 }

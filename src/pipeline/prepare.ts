@@ -3,10 +3,10 @@ import { LembasError } from '../errors.js'
 import type { AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
-import { arraySpan, arrayTail, type MessagesSpan } from '../wire/json-scan.js'
+import { arraySpan, arrayTail } from '../wire/json-scan.js'
 import { hash } from 'node:crypto'
 import type { Hash } from 'node:crypto'
-import { buildBody, piecesBytes, type UpstreamBody } from './body.js'
+import { framing, piecesBytes, type UpstreamBody } from './body.js'
 import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
 import { parseBody, parseElements, parseJson, skipComma, WHOLE_PARSE_BYTES } from './json.js'
 import { KeptBuilder, resolveKept, type Kept } from './kept.js'
@@ -143,7 +143,8 @@ async function prepareWhole(
           offsets: shaped.offsets,
         })
       : undefined
-  if (span && elements && digests && shaped.remember) {
+  const rest = span && restOf(door, bytes, span.arrayEnd, request)
+  if (span && elements && digests && rest && shaped.remember) {
     const { covered, ...state } = shaped.remember
     const end = endOf(span.ends, items.length - covered, items.length, span.arrayStart + 1)
     if (end !== undefined) {
@@ -156,14 +157,23 @@ async function prepareWhole(
           upstream: digests.upstream.slice(0, covered),
         },
         fixed,
-        rest: restOf(door, bytes, span, request),
+        rest,
         explicit: identity.explicit !== undefined,
         arrayStart: span.arrayStart,
         prefix: prefixOf(bytes, end, prefixHash(bytes.subarray(0, end))),
       })
     }
   }
-  return finish(door, request, items.length, shaped, 0, deps, broken)
+  return finish(
+    door,
+    request,
+    items.length,
+    shaped,
+    0,
+    deps,
+    broken,
+    rest?.value as object | undefined,
+  )
 }
 
 /**
@@ -195,17 +205,21 @@ async function spliced(
   const between = bytes.toString('utf8', lastEnd, tail.arrayEnd)
   const newText = between.replace(/^\s*,/, '')
   if (newText !== between && newText.trim() === '') return undefined // `[…,]`: the full path refuses it
-  const restText = fieldsText(bytes, state.arrayStart, tail.arrayEnd)
+  // The fields before the array are in the prefix, checked already; those after it, most often
+  // sent again unchanged, are compared as bytes, and decoded and parsed only when they changed.
+  const same = state.rest?.tail.equals(bytes.subarray(tail.arrayEnd + 1)) === true
   // The appended items sit one level deeper in the whole body than in this array; many of
   // them are parsed one by one, with pauses.
   const appended =
     newText.length <= WHOLE_PARSE_BYTES
       ? parseJson('[' + newText + ']', deps.maxDepth - 1)
       : await parseElements(bytes, lastEnd, tail.ends, deps.maxDepth - 2)
-  const same = state.rest?.text === restText
-  const rest = same ? state.rest!.value : parseJson(restText, deps.maxDepth)
-  const request = checked(door, { ...(rest as object), [door.arrayKey]: appended })
+  const fields = same
+    ? state.rest!.value
+    : parseJson(fieldsText(bytes, state.arrayStart, tail.arrayEnd), deps.maxDepth)
+  const request = checked(door, { ...(fields as object), [door.arrayKey]: appended })
   if (!door.shaped(request)) return undefined
+  const rest = same ? state.rest! : restOf(door, bytes, tail.arrayEnd, request)
   const items = request[door.arrayKey] as Json[]
   const identity = identify(headers, door.identityFields(request), deps.sessionSources)
   // A session id in the body must name the remembered session; a body that drops it is not
@@ -243,7 +257,6 @@ async function spliced(
   if (shaped.remember) {
     const { covered, ...next } = shaped.remember
     const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)
-    const remembered = { text: restText, value: rest }
     if (end !== undefined) {
       const elements = elementsOf(bytes, lastEnd, tail.ends.slice(0, covered))
       const added = itemDigests(bytes, elements, shaped.texts, covered)
@@ -257,13 +270,22 @@ async function spliced(
           upstream: [...state.digests.upstream, ...added.upstream],
         },
         fixed,
-        rest: remembered,
+        rest,
         prefix: prefixOf(bytes, end, found.hash.update(bytes.subarray(lastEnd, end))),
       })
     }
   }
   const count = state.itemCount + items.length
-  return finish(door, request, count, shaped, 1, deps, fieldBreak(state, fixed))
+  return finish(
+    door,
+    request,
+    count,
+    shaped,
+    1,
+    deps,
+    fieldBreak(state, fixed),
+    rest.value as object,
+  )
 }
 
 function finish(
@@ -274,29 +296,43 @@ function finish(
   spliced: 0 | 1,
   deps: PrepareDeps,
   broken: CacheBreak | undefined,
+  rest?: object,
 ): Prepared {
-  const clientHasRecall = door.definesTool(request, deps.recall.name)
-  const fields = door.withRecall(
-    request,
-    deps.promptBlock,
-    clientHasRecall ? undefined : deps.recall.tool,
-  )
+  const around = (rest && framings.get(rest)) ?? frame(door, request, deps)
+  if (rest) framings.set(rest, around)
   return {
     kind: 'rebuilt',
     request,
-    body: buildBody(fields, door.arrayKey, shaped.items),
+    body: { ...around.body, items: shaped.items },
     session: shaped.session,
     place: shaped.place,
     items,
     stats: {
       ...shaped.stats,
       spliced,
-      overheadChars: overheadChars(deps, clientHasRecall),
+      overheadChars: overheadChars(deps, around.clientHasRecall),
       ...(broken ? { cacheBreak: broken } : {}),
     },
-    recall: !clientHasRecall,
+    recall: !around.clientHasRecall,
   }
 }
+
+/** The upstream bytes around the items: the request's fields with the prompt block and recall. */
+function frame(door: Door, request: Json, deps: PrepareDeps) {
+  const clientHasRecall = door.definesTool(request, deps.recall.name)
+  const fields = door.withRecall(
+    request,
+    deps.promptBlock,
+    clientHasRecall ? undefined : deps.recall.tool,
+  )
+  return { clientHasRecall, body: framing(fields, door.arrayKey) }
+}
+
+/**
+ * The framing built for the fields the fast path remembers (by their parsed object): while a
+ * client sends the same tools and system prompt, they are not serialized again.
+ */
+const framings = new WeakMap<object, ReturnType<typeof frame>>()
 
 /** Each element's bytes [start, end): `from` is just inside the `[` or after a known element. */
 function elementsOf(bytes: Buffer, from: number, ends: readonly number[]) {
@@ -347,9 +383,9 @@ function prefixOf(bytes: Buffer, end: number, digest: Hash) {
  * The fields around the array, as the fast path remembers them: its next request, which most
  * often sends them again, neither parses nor digests them. The history itself is not kept.
  */
-function restOf(door: Door, bytes: Buffer, span: MessagesSpan, request: Json) {
-  const text = fieldsText(bytes, span.arrayStart, span.arrayEnd)
-  return { text, value: { ...request, [door.arrayKey]: [] } }
+function restOf(door: Door, bytes: Buffer, arrayEnd: number, request: Json) {
+  const value: Json = { ...request, [door.arrayKey]: [] }
+  return { tail: Buffer.from(bytes.subarray(arrayEnd + 1)), value }
 }
 
 /** The body's text with its items array emptied: the fields around it, as the client wrote them. */

@@ -1,4 +1,5 @@
 import { createHash, type Hash } from 'node:crypto'
+import type { Json } from './door.js'
 import type { Live } from './elide.js'
 import { keptWeight, type Kept } from './kept.js'
 import type { HistoryState } from './rebuild.js'
@@ -19,10 +20,11 @@ export interface SpliceState {
   /** Digests of the fields a prompt cache keys on besides the history (see breaks.ts). */
   readonly fixed: Record<string, string>
   /**
-   * The request's fields around the array, as text and parsed: the next request most often
-   * sends the same (tools, system), and then they are neither parsed nor digested again.
+   * The request's fields around the array, parsed, and its bytes after the array (those before
+   * it are in the prefix): the next request most often sends the same (tools, system), and then
+   * they are neither parsed nor digested again.
    */
-  readonly rest?: { readonly text: string; readonly value: unknown } | undefined
+  readonly rest?: { readonly tail: Buffer; readonly value: Json } | undefined
   /** The last message may be followed by a summary (opencode): the next request goes the full way. */
   readonly endsWithMarker: boolean
   /** Offset of the items array's `[` in the request bytes. */
@@ -164,7 +166,7 @@ function size(states: readonly SpliceState[]): number {
   return states.reduce(
     (sum, state) =>
       sum +
-      (state.rest?.text.length ?? 0) +
+      (state.rest?.tail.length ?? 0) +
       state.history.table.weight +
       keptWeight(state.kept) +
       // Two digests of 22 characters for each item, with the strings' own overhead.

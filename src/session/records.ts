@@ -23,6 +23,15 @@ export const keys = {
   sessionsOf: (systemKey: string) => 'sessions:' + systemKey,
 }
 
+/**
+ * The written values a process's store cache keeps: short ones, and file contents, which the
+ * next edit of the file reads back as its diff's base (a long result is read again only by a
+ * recall or the full path, which read it then).
+ */
+export function keepWritten(key: string, value: string): boolean {
+  return value.length <= 1024 || key.startsWith(keys.file(''))
+}
+
 /** A tool message as first rendered: written once, sent the same way in every later request. */
 export interface ToolRecord {
   readonly n: number

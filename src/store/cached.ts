@@ -16,17 +16,20 @@ export interface CacheOptions {
   maxBytes?: number
   /** How long an entry is trusted after the backend returned it. Default: forever. */
   maxAgeMs?: number
+  /** Which written values to keep (read values are always kept). Default: short ones. */
+  keepWritten?: (key: string, value: string) => boolean
   now?: () => number
 }
 
 export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 
 /**
- * Of the values written, only small ones are kept (ids, short renderings): a long result is
- * written once and read again only by a recall or a request on the full path, which read it then;
- * keeping every result written held about as much memory as the sessions' own bodies.
+ * Of the values written, by default only short ones are kept (ids, short renderings): a long
+ * result is written once and read again only by a recall or a request on the full path, which
+ * read it then; keeping every result written held about as much memory as the sessions' bodies.
  */
-const WRITTEN_CACHE_CHARS = 1024
+export const WRITTEN_CACHE_CHARS = 1024
+const shortValue = (_key: string, value: string): boolean => value.length <= WRITTEN_CACHE_CHARS
 
 interface Entry<V> {
   readonly value: V
@@ -92,6 +95,7 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
     options.maxAgeMs ?? Infinity,
     options.now ?? Date.now,
   )
+  const keepWritten = options.keepWritten ?? shortValue
   let closed = false
   const open = (): void => {
     if (closed) throw closedError(inner.kind)
@@ -134,7 +138,7 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
           const key = entries[i]![0]
           const w = won[j++]!
           out[i] = w
-          if (w.length <= WRITTEN_CACHE_CHARS) lru.set(valueKey(scope, key), w, cost(scope, key, w))
+          if (keepWritten(key, w)) lru.set(valueKey(scope, key), w, cost(scope, key, w))
         })
       }
       return out as string[]

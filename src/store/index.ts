@@ -19,6 +19,8 @@ export interface StoreOptions {
   idleTtlMs: number
   /** Bytes of values kept in this process; default 64 MiB, 0 disables the cache. */
   cacheBytes?: number
+  /** Which written values the cache keeps (see cachedStore); default: short ones. */
+  keepWritten?: (key: string, value: string) => boolean
 }
 
 const ACCEPTED =
@@ -45,7 +47,13 @@ export async function createStore(spec: string, options: StoreOptions): Promise<
   }
   // Half the idle TTL: a cached entry is never trusted after the backend may have dropped it.
   // Chunked outermost: the cache, too, sees bounded batches.
-  return chunkedStore(cachedStore(store, { maxBytes: options.cacheBytes, maxAgeMs: idleTtlMs / 2 }))
+  return chunkedStore(
+    cachedStore(store, {
+      maxBytes: options.cacheBytes,
+      maxAgeMs: idleTtlMs / 2,
+      keepWritten: options.keepWritten,
+    }),
+  )
 }
 
 /** `$XDG_STATE_HOME/lembas-proxy/store.db`, else `~/.local/state/lembas-proxy/store.db`. */

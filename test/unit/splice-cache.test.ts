@@ -40,7 +40,10 @@ test('a prefix watch digests the body at each remembered length as chunks arrive
   for (let at = 0; at < body.length; at += 5) watch.update(body.subarray(at, at + 5))
   for (const length of [13, 20, 27])
     assert.ok(
-      watch.at(length)!.digest().equals(prefixHash(body.subarray(0, length)).digest()),
+      watch
+        .at(length)!
+        .digest()
+        .equals(prefixHash(body.subarray(0, length)).digest()),
       `the digest at ${length}`,
     )
   assert.equal(watch.at(21), undefined, 'only at the lengths asked for')
