@@ -73,7 +73,7 @@ export const FLAGS = {
   },
   'store-cache-mb': {
     env: 'LEMBAS_STORE_CACHE_MB',
-    default: '64',
+    default: '16',
     help: 'memory for stored values read once and reused (least recently used dropped first)',
   },
   'splice-cache-mb': {

@@ -12,7 +12,7 @@ import { closedError } from './common.js'
 import type { Store } from './store.js'
 
 export interface CacheOptions {
-  /** Bound on the (estimated) memory of the cached entries. Default 64 MiB; 0 disables. */
+  /** Bound on the (estimated) memory of the cached entries. Default 16 MiB; 0 disables. */
   maxBytes?: number
   /** How long an entry is trusted after the backend returned it. Default: forever. */
   maxAgeMs?: number
@@ -21,7 +21,7 @@ export interface CacheOptions {
   now?: () => number
 }
 
-export const DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+export const DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
 
 /**
  * Of the values written, by default only short ones are kept (ids, short renderings): a long
