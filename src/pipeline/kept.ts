@@ -28,6 +28,12 @@ export function keptWeight(kept: readonly Kept[]): number {
 
 const COMMA = Buffer.from(',')
 
+/** Bytes that must match for the client's bytes to count as resuming inside a changed item. */
+const PROBE = 32
+
+/** Places an item may be changed in, beyond which its middle is kept as own bytes. */
+const MIDDLE_ROUNDS = 8
+
 /** Own bytes up to this size are joined with the ones before them (commas, brackets). */
 const JOIN_BYTES = 4096
 
@@ -68,11 +74,42 @@ export class KeptBuilder {
     const head = commonHead(upstream, client)
     const tail = commonTail(upstream, client, Math.min(upstream.length, client.length) - head)
     if (head > 0) this.#span(start, start + head)
-    // A copy: a view would keep the whole encoded text alive.
-    if (upstream.length - tail > head)
-      this.#own(Buffer.from(upstream.subarray(head, upstream.length - tail)))
+    this.#middle(upstream.subarray(head, upstream.length - tail), start + head, end - tail)
     if (tail > 0) this.#span(end - tail, end)
     this.#bytes += comma + upstream.length
+  }
+
+  /**
+   * The upstream bytes between the shared start and end of an item: where the proxy changed it
+   * in more than one place (an id bracket before a capped output's head, the cap's marker before
+   * its tail), the client's bytes that resume in between are spans too. Greedy and bounded; any
+   * split gives the same bytes, since every span is compared before it is kept.
+   */
+  #middle(upstream: Buffer, from: number, to: number): void {
+    let rest = upstream
+    let at = from
+    for (
+      let round = 0;
+      round < MIDDLE_ROUNDS && rest.length >= PROBE && to - at >= PROBE;
+      round++
+    ) {
+      // Where the client's next bytes resume in the upstream: what comes before is the proxy's.
+      const resumes = rest.indexOf(this.body.subarray(at, at + PROBE))
+      if (resumes < 0) break
+      if (resumes > 0) this.#own(Buffer.from(rest.subarray(0, resumes)))
+      rest = rest.subarray(resumes)
+      const same = commonHead(rest, this.body.subarray(at, to))
+      this.#span(at, at + same)
+      rest = rest.subarray(same)
+      at += same
+      if (rest.length < PROBE) break
+      // Where the upstream's next bytes resume in the client: what comes before was left out.
+      const skipped = this.body.subarray(at, to).indexOf(rest.subarray(0, PROBE))
+      if (skipped < 0) break
+      at += skipped
+    }
+    // A copy: a view would keep the whole encoded text alive.
+    if (rest.length > 0) this.#own(Buffer.from(rest))
   }
 
   #span(start: number, end: number): void {

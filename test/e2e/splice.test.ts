@@ -13,7 +13,8 @@ import { createWorkspace } from '../../src/workspace/index.js'
 import { TestAgent } from '../helpers/agent.js'
 import { chatChunks, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { scriptedModel } from '../helpers/model.js'
-import { postChat, startProxy } from '../helpers/proxy.js'
+import { chatWithResults, postChat, startProxy } from '../helpers/proxy.js'
+import { SpliceCache } from '../../src/pipeline/splice.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
@@ -137,4 +138,37 @@ describe('the fast path falls back when the history is not a continuation', () =
     assert.equal(bodies[0]!.length, sequence.length)
     bodies[0]!.forEach((body, i) => assert.equal(body, bodies[1]![i], `request ${i + 1}`))
   })
+})
+
+test('a remembered 1 MB session weighs kilobytes: spans of the client’s bytes, not a copy', async (t) => {
+  const upstream = await startFakeUpstream()
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  const splice = new SpliceCache(64 * 1024 * 1024)
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store, splice })
+  t.after(async () => {
+    await proxy.close()
+    await upstream.close()
+    await store.close()
+  })
+  const line = (i: number) => `row ${i} ` + 'x'.repeat(40) + '\n'
+  const output = (k: number) => Array.from({ length: 1000 }, (_, i) => line(k * 1000 + i)).join('')
+  const results = Array.from({ length: 20 }, (_, k) => ({ id: `call_${k}`, output: output(k) }))
+  const body = chatWithResults(results)
+  const headers = { 'x-session-id': 'big' }
+  assert.equal((await postChat(proxy.url, body, headers)).status, 200)
+  for (let turn = 0; turn < 3; turn++) {
+    body.messages.push({ role: 'assistant', content: `turn ${turn}` } as never)
+    body.messages.push({ role: 'user', content: 'go on' } as never)
+    assert.equal((await postChat(proxy.url, body, headers)).status, 200)
+  }
+  const size = JSON.stringify(body).length
+  assert.ok(size > 1_000_000, `the history is over 1 MB: ${size}`)
+  assert.ok(splice.bytes > 0, 'the session is remembered')
+  assert.ok(splice.bytes < 64 * 1024, `it holds ${splice.bytes} bytes`)
+  const bodies = upstream.requests.map((r) => r.body)
+  for (let i = 1; i < bodies.length; i++)
+    assert.ok(
+      bodies[i]!.startsWith(bodies[i - 1]!.slice(0, bodies[i - 1]!.lastIndexOf(']'))),
+      `request ${i + 1} repeats the history before it`,
+    )
 })

@@ -32,6 +32,8 @@ export async function startProxy(options: {
   log?: Logger
   /** Characters the fast path may keep; 0 turns it off. */
   spliceChars?: number
+  /** The fast path's memory itself, to look into (instead of spliceChars). */
+  splice?: SpliceCache
   /** Serves GET /stats and GET /metrics, and times the store. */
   stats?: StatsCollector
   authSecret?: string
@@ -56,6 +58,7 @@ export async function startProxy(options: {
       coldBodiesBytes: options.coldBodiesBytes,
     }),
     ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
+    ...(options.splice ? { splice: options.splice } : {}),
     store: options.stats ? timedStore(options.store, options.stats) : options.store,
     stats: options.stats,
     recorder: options.recorder,

@@ -65,3 +65,50 @@ test('the shared start and end are found across block boundaries', () => {
   assert.equal(commonHead(same, Buffer.from('abc')), 3, 'equal')
   assert.equal(commonTail(Buffer.from('aaa'), Buffer.from('aa'), 0), 0, 'bounded by max')
 })
+
+test('an item changed in several places keeps only the changes: bracket, cap marker', () => {
+  const lines = Array.from({ length: 2000 }, (_, i) => `row ${i} ` + 'x'.repeat(30) + '\\n')
+  const client = '{"role":"tool","content":"' + lines.join('') + '"}'
+  const capped =
+    '{"role":"tool","content":"[#0007] ' +
+    lines.slice(0, 200).join('') +
+    '[… 1600 lines cut …]\\n' +
+    lines.slice(1800).join('') +
+    '"}'
+  const { body, builder } = kept([client], [capped])
+  assert.equal(Buffer.concat(resolveKept(builder.pieces, body)).toString(), capped)
+  const own = builder.pieces.filter((piece) => Buffer.isBuffer(piece)) as Buffer[]
+  assert.deepEqual(
+    own.map((piece) => piece.toString().trim()),
+    ['[#0007]', '[… 1600 lines cut …]'],
+    'the bracket and the marker: the rest is the client’s bytes',
+  )
+})
+
+test('whatever the proxy changed, the kept pieces give back its bytes exactly (random edits)', () => {
+  let seed = 7
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed / 2 ** 31)
+  const alphabet = 'ab \\n"é{}x'
+  const text = (n: number) =>
+    Array.from({ length: n }, () => alphabet[Math.floor(random() * alphabet.length)]).join('')
+  for (let round = 0; round < 300; round++) {
+    const client = Array.from({ length: 1 + Math.floor(random() * 4) }, () => text(random() * 300))
+    const upstream = client.map((item) => {
+      let out = item
+      for (let edit = Math.floor(random() * 4); edit > 0; edit--) {
+        const at = Math.floor(random() * (out.length + 1))
+        const cut = Math.floor(random() * 40)
+        out = out.slice(0, at) + (random() < 0.5 ? text(random() * 20) : '') + out.slice(at + cut)
+      }
+      return random() < 0.1 ? '' : out
+    })
+    const { body, builder } = kept(client, upstream)
+    const expected = upstream.filter((item) => item !== '').join(',')
+    assert.equal(
+      Buffer.concat(resolveKept(builder.pieces, body)).toString(),
+      expected,
+      `round ${round}`,
+    )
+    assert.equal(builder.bytes, Buffer.byteLength(expected), `round ${round}: byte count`)
+  }
+})
