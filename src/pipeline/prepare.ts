@@ -5,6 +5,7 @@ import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
 import { arraySpan, arrayTail } from '../wire/json-scan.js'
 import { hash } from 'node:crypto'
+import { pacer } from '../pace/index.js'
 import type { Hash } from 'node:crypto'
 import { framing, piecesBytes, type UpstreamBody } from './body.js'
 import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
@@ -131,7 +132,7 @@ async function prepareWhole(
     (shaped.remember || previous) &&
     (parsed.span ?? (await arraySpan(bytes, door.arrayKey, Number.MAX_SAFE_INTEGER)))
   const elements = span && elementsOf(bytes, span.arrayStart + 1, span.ends)
-  const digests = elements && itemDigests(bytes, elements, shaped.texts, items.length)
+  const digests = elements && (await itemDigests(bytes, elements, shaped.texts, items.length))
   const broken =
     previous && digests
       ? cacheBreak({
@@ -148,7 +149,7 @@ async function prepareWhole(
     const { covered, ...state } = shaped.remember
     const end = endOf(span.ends, items.length - covered, items.length, span.arrayStart + 1)
     if (end !== undefined) {
-      const kept = keepItems(bytes, elements, shaped.texts, covered, new KeptBuilder(bytes))
+      const kept = await keepItems(elements, shaped.texts, covered, new KeptBuilder(bytes))
       deps.splice.remember(key, {
         ...state,
         ...kept,
@@ -259,12 +260,12 @@ async function spliced(
     const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)
     if (end !== undefined) {
       const elements = elementsOf(bytes, lastEnd, tail.ends.slice(0, covered))
-      const added = itemDigests(bytes, elements, shaped.texts, covered)
+      const added = await itemDigests(bytes, elements, shaped.texts, covered)
       const builder = new KeptBuilder(bytes, state.kept, state.keptBytes)
       deps.splice.remember(key, {
         ...state,
         ...next,
-        ...keepItems(bytes, elements, shaped.texts, covered, builder),
+        ...(await keepItems(elements, shaped.texts, covered, builder)),
         digests: {
           client: [...state.digests.client, ...added.client],
           upstream: [...state.digests.upstream, ...added.upstream],
@@ -347,15 +348,17 @@ function elementsOf(bytes: Buffer, from: number, ends: readonly number[]) {
 type Element = { readonly start: number; readonly end: number }
 
 /** Digests of the first `count` items' client bytes and upstream texts (for cache breaks). */
-function itemDigests(
+async function itemDigests(
   bytes: Buffer,
   elements: readonly Element[],
   texts: readonly string[],
   count: number,
-): ItemDigests {
+): Promise<ItemDigests> {
   const client: string[] = []
   const upstream: string[] = []
+  const pace = pacer()
   for (let k = 0; k < count; k++) {
+    await pace()
     const element = elements[k]!
     client.push(hash('sha1', bytes.subarray(element.start, element.end), 'base64url'))
     upstream.push(hash('sha1', texts[k] ?? '', 'base64url'))
@@ -364,14 +367,17 @@ function itemDigests(
 }
 
 /** The first `count` items' upstream bytes, kept against their client bytes. */
-function keepItems(
-  bytes: Buffer,
+async function keepItems(
   elements: readonly Element[],
   texts: readonly string[],
   count: number,
   builder: KeptBuilder,
-): { kept: readonly Kept[]; keptBytes: number } {
-  for (let k = 0; k < count; k++) builder.item(texts[k] ?? '', elements[k]!.start, elements[k]!.end)
+): Promise<{ kept: readonly Kept[]; keptBytes: number }> {
+  const pace = pacer()
+  for (let k = 0; k < count; k++) {
+    await pace()
+    builder.item(texts[k] ?? '', elements[k]!.start, elements[k]!.end)
+  }
   return { kept: builder.pieces, keptBytes: builder.bytes }
 }
 
