@@ -53,6 +53,11 @@ export interface FreshInput {
   readonly known: ReadonlyMap<string, ToolRecord>
   readonly callIds: ReadonlyMap<string, CallIdRecord>
   readonly elision: Elision
+  /**
+   * Writes the session's head (its last tool message) for a later compaction: started with the
+   * renderings' write, so that a store committing a turn's writes together takes both at once.
+   */
+  readonly writeHead?: ((scope: string) => Promise<void>) | undefined
 }
 
 /** What renderings saved in one request (see HistoryStats). */
@@ -140,7 +145,10 @@ export async function renderFresh(
     await pace()
     entries.push([keys.tool(key), JSON.stringify(record)])
   }
-  const winners = await deps.store.putIfAbsent(scope, [...entries, ...writes])
+  const [winners] = await Promise.all([
+    deps.store.putIfAbsent(scope, [...entries, ...writes]),
+    input.writeHead?.(scope),
+  ])
   const out = new Map<string, ToolRecord>()
   for (const [i, [key]] of entries.entries()) {
     await pace()

@@ -175,7 +175,18 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
   const savings: Savings = { dedupes: 0, caps: 0, charsSaved: 0 }
   if (stillFresh.length > 0) {
     const written = await renderFresh(
-      { ...input, tools, fresh: stillFresh, known: records.tools, callIds: records.callIds },
+      {
+        ...input,
+        tools,
+        fresh: stillFresh,
+        known: records.tools,
+        callIds: records.callIds,
+        // A summary's table is built from the head before this request: then it waits.
+        writeHead:
+          input.continuity.summaries.length === 0
+            ? (scope) => writeHead(scope, tools, input.continuity.now, deps.store)
+            : undefined,
+      },
       deps,
       savings,
     )
@@ -201,6 +212,20 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
 /** Heads we wrote, so an unchanged request writes nothing. Bounded: it is only a saving. */
 const writtenHeads = new Map<string, string>()
 
+/** Writes the request's last tool message as the session's head, unless it is already. */
+async function writeHead(
+  scope: string,
+  tools: readonly Fresh[],
+  now: number,
+  store: Store,
+): Promise<void> {
+  const last = tools.at(-1)
+  if (!last || writtenHeads.get(scope) === last.key) return
+  await recordHead(scope, { key: last.key, at: now }, store)
+  if (writtenHeads.size > 10_000) writtenHeads.clear()
+  writtenHeads.set(scope, last.key)
+}
+
 /**
  * Keeps what a later compaction needs: the request's last tool message (the head), the owner of
  * each summary, and, for a new implicit session, its place in the tenant's list.
@@ -213,12 +238,7 @@ async function rememberSession(
   store: Store,
 ): Promise<void> {
   const { session, continuity, messages } = input
-  const last = tools.at(-1)
-  if (last && writtenHeads.get(scope) !== last.key) {
-    await recordHead(scope, { key: last.key, at: continuity.now }, store)
-    if (writtenHeads.size > 10_000) writtenHeads.clear()
-    writtenHeads.set(scope, last.key)
-  }
+  await writeHead(scope, tools, continuity.now, store)
   if (session.identity.explicit) return
   if (continuity.summaries.length > 0) {
     const owners = continuity.summaries.map(
