@@ -17,15 +17,6 @@ export interface UpstreamBody {
 const SLOT = `\u0000lembas-items-${randomBytes(8).toString('hex')}`
 const SLOT_JSON = JSON.stringify(SLOT)
 
-/** The body with every field of `fields` in its order, and `items` as its `key` array. */
-export function buildBody(
-  fields: Record<string, unknown>,
-  key: string,
-  items: readonly Buffer[],
-): UpstreamBody {
-  return { ...framing(fields, key), items }
-}
-
 /** The bytes around a body's `key` array: every field of `fields`, in its order. */
 export function framing(fields: Record<string, unknown>, key: string): Omit<UpstreamBody, 'items'> {
   const text = JSON.stringify({ ...fields, [key]: SLOT })

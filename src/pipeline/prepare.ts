@@ -1,12 +1,11 @@
+import { hash, type Hash } from 'node:crypto'
 import type { Door, Json } from './door.js'
 import { LembasError } from '../errors.js'
 import type { AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
 import { arraySpan, arrayTail } from '../wire/json-scan.js'
-import { hash } from 'node:crypto'
 import { pacer } from '../pace/index.js'
-import type { Hash } from 'node:crypto'
 import { framing, piecesBytes, type UpstreamBody } from './body.js'
 import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
 import { parseBody, parseElements, parseJson, skipComma, WHOLE_PARSE_BYTES } from './json.js'
@@ -165,16 +164,7 @@ async function prepareWhole(
       })
     }
   }
-  return finish(
-    door,
-    request,
-    items.length,
-    shaped,
-    0,
-    deps,
-    broken,
-    rest?.value as object | undefined,
-  )
+  return finish(door, request, items.length, shaped, 0, deps, broken, rest?.value)
 }
 
 /**
@@ -277,16 +267,7 @@ async function spliced(
     }
   }
   const count = state.itemCount + items.length
-  return finish(
-    door,
-    request,
-    count,
-    shaped,
-    1,
-    deps,
-    fieldBreak(state, fixed),
-    rest.value as object,
-  )
+  return finish(door, request, count, shaped, 1, deps, fieldBreak(state, fixed), rest.value)
 }
 
 function finish(
