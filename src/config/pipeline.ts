@@ -9,6 +9,7 @@ import { sessionSources } from './sessions.js'
 
 /** Bytes of upstream history kept in memory for the fast path, over all sessions (default). */
 export const SPLICE_BYTES = 64 * 1024 * 1024
+/** Bodies parsed whole (new sessions, a restart) let in at once, over all requests (default). */
 export const COLD_BODIES_BYTES = 16 * 1024 * 1024
 
 /** The elision settings, from the flags and loop.json; undefined (nothing elided) without --elide. */

@@ -46,5 +46,5 @@ export function piecesBytes(pieces: readonly Buffer[]): number {
 /** Known item bytes with more appended (the body is joined once, when it is sent). */
 export function appendItems(known: readonly Buffer[], added: string): readonly Buffer[] {
   if (added === '') return known
-  return [...known, Buffer.from(piecesBytes(known) === 0 ? added : ',' + added)]
+  return [...known, Buffer.from(known.length === 0 ? added : ',' + added)]
 }

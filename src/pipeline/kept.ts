@@ -21,10 +21,20 @@ export function resolveKept(kept: readonly Kept[], body: Buffer): Buffer[] {
   )
 }
 
-/** What the kept pieces hold in memory: their own bytes and a few words per span. */
-export function keptWeight(kept: readonly Kept[]): number {
-  return kept.reduce((sum, piece) => sum + (Buffer.isBuffer(piece) ? piece.length + 64 : 48), 0)
+/** A session's known items upstream: the pieces, their upstream bytes, their memory. */
+export interface KeptItems {
+  readonly pieces: readonly Kept[]
+  /** Upstream bytes the pieces stand for. */
+  readonly bytes: number
+  /** What the pieces hold in memory: their own bytes and a few words each. */
+  readonly weight: number
 }
+
+export const NO_ITEMS: KeptItems = { pieces: [], bytes: 0, weight: 0 }
+
+/** Memory of a span, and of an own piece besides its bytes: an object and an array slot. */
+const SPAN_WEIGHT = 48
+const OWN_WEIGHT = 64
 
 const COMMA = Buffer.from(',')
 
@@ -45,23 +55,20 @@ const JOIN_BYTES = 4096
 export class KeptBuilder {
   readonly #pieces: Kept[]
   #bytes: number
+  /** Kept as pieces come: a remembered state is weighed on every request. */
+  #weight: number
 
   constructor(
     private readonly body: Buffer,
-    start: readonly Kept[] = [],
-    startBytes = 0,
+    start: KeptItems = NO_ITEMS,
   ) {
-    this.#pieces = [...start]
-    this.#bytes = startBytes
+    this.#pieces = [...start.pieces]
+    this.#bytes = start.bytes
+    this.#weight = start.weight
   }
 
-  /** Upstream bytes so far. */
-  get bytes(): number {
-    return this.#bytes
-  }
-
-  get pieces(): readonly Kept[] {
-    return this.#pieces
+  result(): KeptItems {
+    return { pieces: this.#pieces, bytes: this.#bytes, weight: this.#weight }
   }
 
   /** The upstream text of the client element at [start, end) (empty: it sends nothing). */
@@ -116,7 +123,10 @@ export class KeptBuilder {
     const last = this.#pieces.at(-1)
     if (last !== undefined && !Buffer.isBuffer(last) && last.end === start)
       this.#pieces[this.#pieces.length - 1] = { start: last.start, end }
-    else this.#pieces.push({ start, end })
+    else {
+      this.#pieces.push({ start, end })
+      this.#weight += SPAN_WEIGHT
+    }
   }
 
   #own(bytes: Buffer): void {
@@ -128,9 +138,13 @@ export class KeptBuilder {
       this.body.subarray(last.end, last.end + bytes.length).equals(bytes)
     )
       this.#pieces[this.#pieces.length - 1] = { start: last.start, end: last.end + bytes.length }
-    else if (Buffer.isBuffer(last) && last.length + bytes.length <= JOIN_BYTES)
+    else if (Buffer.isBuffer(last) && last.length + bytes.length <= JOIN_BYTES) {
       this.#pieces[this.#pieces.length - 1] = Buffer.concat([last, bytes])
-    else this.#pieces.push(bytes)
+      this.#weight += bytes.length
+    } else {
+      this.#pieces.push(bytes)
+      this.#weight += OWN_WEIGHT + bytes.length
+    }
   }
 }
 

@@ -9,10 +9,16 @@ import { pacer } from '../pace/index.js'
 import { framing, piecesBytes, type UpstreamBody } from './body.js'
 import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
 import { parseBody, parseElements, parseJson, skipComma, WHOLE_PARSE_BYTES } from './json.js'
-import { KeptBuilder, resolveKept, type Kept } from './kept.js'
+import { KeptBuilder, resolveKept } from './kept.js'
 import type { HistoryStats } from './rebuild.js'
 import { isMarker, shapeItems, type ShapeDeps, type Shaped } from './shape.js'
-import { prefixHash, type ItemDigests, type PrefixWatch, type SpliceCache } from './splice.js'
+import {
+  prefixHash,
+  type ItemDigests,
+  type PrefixWatch,
+  type SpliceCache,
+  type SpliceState,
+} from './splice.js'
 import type { RecallSetup } from './recall.js'
 
 export interface PrepareDeps extends ShapeDeps {
@@ -147,22 +153,16 @@ async function prepareWhole(
   if (span && elements && digests && rest && shaped.remember) {
     const { covered, ...state } = shaped.remember
     const end = endOf(span.ends, items.length - covered, items.length, span.arrayStart + 1)
-    if (end !== undefined) {
-      const kept = await keepItems(elements, shaped.texts, covered, new KeptBuilder(bytes))
+    if (end !== undefined)
       deps.splice.remember(key, {
         ...state,
-        ...kept,
-        digests: {
-          client: digests.client.slice(0, covered),
-          upstream: digests.upstream.slice(0, covered),
-        },
+        ...(await keptState(bytes, elements, shaped.texts, covered, undefined, digests)),
         fixed,
         rest,
         explicit: identity.explicit !== undefined,
         arrayStart: span.arrayStart,
         prefix: prefixOf(bytes, end, prefixHash(bytes.subarray(0, end))),
       })
-    }
   }
   return finish(door, request, items.length, shaped, 0, deps, broken, rest?.value)
 }
@@ -237,7 +237,7 @@ async function spliced(
       view,
       identity,
       start: state,
-      known: resolveKept(state.kept, bytes),
+      known: resolveKept(state.kept.pieces, bytes),
       now,
       withinMs: deps.continueWithinMs,
     },
@@ -250,16 +250,10 @@ async function spliced(
     const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)
     if (end !== undefined) {
       const elements = elementsOf(bytes, lastEnd, tail.ends.slice(0, covered))
-      const added = await itemDigests(bytes, elements, shaped.texts, covered)
-      const builder = new KeptBuilder(bytes, state.kept, state.keptBytes)
       deps.splice.remember(key, {
         ...state,
         ...next,
-        ...(await keepItems(elements, shaped.texts, covered, builder)),
-        digests: {
-          client: [...state.digests.client, ...added.client],
-          upstream: [...state.digests.upstream, ...added.upstream],
-        },
+        ...(await keptState(bytes, elements, shaped.texts, covered, state)),
         fixed,
         rest,
         prefix: prefixOf(bytes, end, found.hash.update(bytes.subarray(lastEnd, end))),
@@ -347,19 +341,33 @@ async function itemDigests(
   return { client, upstream }
 }
 
-/** The first `count` items' upstream bytes, kept against their client bytes. */
-async function keepItems(
+/**
+ * What the fast path keeps of a request's first `count` items, going on from `from` (the state
+ * the request went on from; none on the full path): their upstream bytes kept against their
+ * client bytes, and their digests (`digests` when they were taken already).
+ */
+async function keptState(
+  bytes: Buffer,
   elements: readonly Element[],
   texts: readonly string[],
   count: number,
-  builder: KeptBuilder,
-): Promise<{ kept: readonly Kept[]; keptBytes: number }> {
+  from: Pick<SpliceState, 'kept' | 'digests'> | undefined,
+  digests?: ItemDigests,
+): Promise<Pick<SpliceState, 'kept' | 'digests'>> {
+  const added = digests ?? (await itemDigests(bytes, elements, texts, count))
+  const builder = new KeptBuilder(bytes, from?.kept)
   const pace = pacer()
   for (let k = 0; k < count; k++) {
     await pace()
     builder.item(texts[k] ?? '', elements[k]!.start, elements[k]!.end)
   }
-  return { kept: builder.pieces, keptBytes: builder.bytes }
+  return {
+    kept: builder.result(),
+    digests: {
+      client: [...(from?.digests.client ?? []), ...added.client.slice(0, count)],
+      upstream: [...(from?.digests.upstream ?? []), ...added.upstream.slice(0, count)],
+    },
+  }
 }
 
 function prefixOf(bytes: Buffer, end: number, digest: Hash) {

@@ -56,14 +56,7 @@ export interface Shaped {
   /** The state at the request's end less the door's holdback: the fast path's next start. */
   readonly remember?: Omit<
     SpliceState,
-    | 'arrayStart'
-    | 'prefix'
-    | 'explicit'
-    | 'endsWithMarker'
-    | 'fixed'
-    | 'kept'
-    | 'keptBytes'
-    | 'digests'
+    'arrayStart' | 'prefix' | 'explicit' | 'endsWithMarker' | 'fixed' | 'kept' | 'digests'
   > & {
     /** The client items the remembered state covers. */
     readonly covered: number

@@ -1,7 +1,7 @@
 import { createHash, type Hash } from 'node:crypto'
 import type { Json } from './door.js'
 import type { Live } from './elide.js'
-import { keptWeight, type Kept } from './kept.js'
+import type { KeptItems } from './kept.js'
 import type { HistoryState } from './rebuild.js'
 
 /**
@@ -35,8 +35,7 @@ export interface SpliceState {
    */
   readonly prefix: { readonly length: number; readonly digest: Buffer; readonly opens: boolean }
   /** The upstream bytes of those items (array elements joined by commas), kept small. */
-  readonly kept: readonly Kept[]
-  readonly keptBytes: number
+  readonly kept: KeptItems
   /** For each client item of the prefix, digests of its client bytes and of its upstream bytes. */
   readonly digests: ItemDigests
   /** Upstream bytes of all the request's items, the held-back ones too: what a break bills again. */
@@ -168,8 +167,8 @@ function size(states: readonly SpliceState[]): number {
       sum +
       (state.rest?.tail.length ?? 0) +
       state.history.table.weight +
-      keptWeight(state.kept) +
-      // Two digests of 22 characters for each item, with the strings' own overhead.
+      state.kept.weight +
+      // Two digests of 27 characters for each item, with the strings' own overhead.
       state.digests.client.length * 2 * 48,
     0,
   )

@@ -1,4 +1,5 @@
 import type { Entry, TableRead } from '../context/index.js'
+import { shortWritten } from '../store/cached.js'
 import type { MessageContent } from '../wire/chat.js'
 
 /** Store keys inside a session scope, and inside a tenant's scope. */
@@ -29,7 +30,7 @@ export const keys = {
  * recall or the full path, which read it then).
  */
 export function keepWritten(key: string, value: string): boolean {
-  return value.length <= 1024 || key.startsWith(keys.file(''))
+  return shortWritten(key, value) || key.startsWith(keys.file(''))
 }
 
 /** A tool message as first rendered: written once, sent the same way in every later request. */

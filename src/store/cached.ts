@@ -28,8 +28,9 @@ export const DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
  * result is written once and read again only by a recall or a request on the full path, which
  * read it then; keeping every result written held about as much memory as the sessions' bodies.
  */
-export const WRITTEN_CACHE_CHARS = 1024
-const shortValue = (_key: string, value: string): boolean => value.length <= WRITTEN_CACHE_CHARS
+const WRITTEN_CACHE_CHARS = 1024
+export const shortWritten = (_key: string, value: string): boolean =>
+  value.length <= WRITTEN_CACHE_CHARS
 
 interface Entry<V> {
   readonly value: V
@@ -95,7 +96,7 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
     options.maxAgeMs ?? Infinity,
     options.now ?? Date.now,
   )
-  const keepWritten = options.keepWritten ?? shortValue
+  const keepWritten = options.keepWritten ?? shortWritten
   let closed = false
   const open = (): void => {
     if (closed) throw closedError(inner.kind)

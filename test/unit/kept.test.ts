@@ -1,13 +1,7 @@
 /** Known upstream bytes kept as spans of the client's request plus the bytes the proxy changed. */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import {
-  commonHead,
-  commonTail,
-  KeptBuilder,
-  keptWeight,
-  resolveKept,
-} from '../../src/pipeline/kept.js'
+import { commonHead, commonTail, KeptBuilder, resolveKept } from '../../src/pipeline/kept.js'
 
 /** A client array and, per element, the upstream text the proxy sends for it. */
 function kept(client: string[], upstream: string[], separator = ',') {
@@ -18,7 +12,7 @@ function kept(client: string[], upstream: string[], separator = ',') {
     builder.item(upstream[k]!, at, at + Buffer.byteLength(element))
     at += Buffer.byteLength(element) + Buffer.byteLength(separator)
   })
-  return { body, builder }
+  return { body, kept: builder.result() }
 }
 
 test('resolved against the same body, kept pieces are the upstream bytes exactly', () => {
@@ -32,26 +26,26 @@ test('resolved against the same body, kept pieces are the upstream bytes exactly
     [['{"x":"abcabc"}'], ['{"x":"abc"}'], ','],
   ]
   for (const [client, upstream, separator] of cases) {
-    const { body, builder } = kept(client, upstream, separator)
+    const { body, kept: held } = kept(client, upstream, separator)
     const expected = upstream.filter((text) => text !== '').join(',')
-    const bytes = Buffer.concat(resolveKept(builder.pieces, body))
+    const bytes = Buffer.concat(resolveKept(held.pieces, body))
     assert.equal(bytes.toString(), expected, JSON.stringify(client))
-    assert.equal(builder.bytes, Buffer.byteLength(expected), 'the byte count')
+    assert.equal(held.bytes, Buffer.byteLength(expected), 'the byte count')
   }
 })
 
 test('an untouched run is one span; a bracketed result keeps only the bracket', () => {
   const result = '{"role":"tool","content":"' + 'x'.repeat(100_000) + '"}'
   const bracketed = result.replace('"content":"', '"content":"[#0001] ')
-  const { builder } = kept(['{"a":1}', '{"b":2}', result], ['{"a":1}', '{"b":2}', bracketed])
-  const own = builder.pieces.filter((piece) => Buffer.isBuffer(piece)) as Buffer[]
+  const { kept: held } = kept(['{"a":1}', '{"b":2}', result], ['{"a":1}', '{"b":2}', bracketed])
+  const own = held.pieces.filter((piece) => Buffer.isBuffer(piece)) as Buffer[]
   assert.deepEqual(
     own.map((piece) => piece.toString()),
     ['[#0001] '],
     'only the bracket is held',
   )
-  assert.equal(builder.pieces.length, 3, 'span, bracket, span')
-  assert.ok(keptWeight(builder.pieces) < 500, `weight ${keptWeight(builder.pieces)}`)
+  assert.equal(held.pieces.length, 3, 'span, bracket, span')
+  assert.ok(held.weight < 500, `weight ${held.weight}`)
 })
 
 test('the shared start and end are found across block boundaries', () => {
@@ -75,9 +69,9 @@ test('an item changed in several places keeps only the changes: bracket, cap mar
     '[… 1600 lines cut …]\\n' +
     lines.slice(1800).join('') +
     '"}'
-  const { body, builder } = kept([client], [capped])
-  assert.equal(Buffer.concat(resolveKept(builder.pieces, body)).toString(), capped)
-  const own = builder.pieces.filter((piece) => Buffer.isBuffer(piece)) as Buffer[]
+  const { body, kept: held } = kept([client], [capped])
+  assert.equal(Buffer.concat(resolveKept(held.pieces, body)).toString(), capped)
+  const own = held.pieces.filter((piece) => Buffer.isBuffer(piece)) as Buffer[]
   assert.deepEqual(
     own.map((piece) => piece.toString().trim()),
     ['[#0007]', '[… 1600 lines cut …]'],
@@ -102,13 +96,15 @@ test('whatever the proxy changed, the kept pieces give back its bytes exactly (r
       }
       return random() < 0.1 ? '' : out
     })
-    const { body, builder } = kept(client, upstream)
+    const { body, kept: held } = kept(client, upstream)
     const expected = upstream.filter((item) => item !== '').join(',')
     assert.equal(
-      Buffer.concat(resolveKept(builder.pieces, body)).toString(),
+      Buffer.concat(resolveKept(held.pieces, body)).toString(),
       expected,
       `round ${round}`,
     )
-    assert.equal(builder.bytes, Buffer.byteLength(expected), `round ${round}: byte count`)
+    assert.equal(held.bytes, Buffer.byteLength(expected), `round ${round}: byte count`)
+    const walked = held.pieces.reduce((n, p) => n + (Buffer.isBuffer(p) ? 64 + p.length : 48), 0)
+    assert.equal(held.weight, walked, `round ${round}: the weight kept as pieces came`)
   }
 })

@@ -16,8 +16,7 @@ function state(scope: string, hashes: number): SpliceState {
   return {
     scope,
     prefix: { length: 13, digest: Buffer.alloc(32), opens: true },
-    kept: [Buffer.from('{}')],
-    keptBytes: 2,
+    kept: { pieces: [Buffer.from('{}')], bytes: 2, weight: 66 },
     digests: { client: [], upstream: [] },
     history: { table },
   } as unknown as SpliceState
