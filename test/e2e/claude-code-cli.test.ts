@@ -20,7 +20,7 @@ import {
   AGENT_PACKAGES,
   agentBinary,
   describeRun,
-  isolatedEnv,
+  claudeCodeEnv,
   makeLiveProject,
   runAgent,
   type LiveProject,
@@ -226,13 +226,7 @@ for (const { model, reminders } of MODELS) {
             ],
             {
               cwd: project.root,
-              env: isolatedEnv(project.home, {
-                ANTHROPIC_BASE_URL: tap.url,
-                ANTHROPIC_API_KEY: 'live-key',
-                IS_SANDBOX: '1',
-                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-                DISABLE_AUTOUPDATER: '1',
-              }),
+              env: claudeCodeEnv(project.home, tap.url),
               timeoutMs: RUN_TIMEOUT_MS,
               stop: stop.signal,
             },

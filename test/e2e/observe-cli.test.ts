@@ -14,7 +14,13 @@ import { createWorkspace } from '../../src/workspace/index.js'
 import { claudeAnswer, claudeSideAnswer, type Block } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
 import { startProxy } from '../helpers/proxy.js'
-import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
+import {
+  agentBinary,
+  claudeCodeEnv,
+  describeRun,
+  makeLiveProject,
+  runAgent,
+} from './live/agents.js'
 import { startTap } from './live/tap.js'
 
 const DAY = 86_400_000
@@ -71,13 +77,7 @@ test(
         ['-p', 'Look around.', '--model', 'claude-sonnet-4-5', '--output-format', 'json'],
         {
           cwd: project.root,
-          env: isolatedEnv(project.home, {
-            ANTHROPIC_BASE_URL: tap.url,
-            ANTHROPIC_API_KEY: 'live-key',
-            IS_SANDBOX: '1',
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-            DISABLE_AUTOUPDATER: '1',
-          }),
+          env: claudeCodeEnv(project.home, tap.url),
           timeoutMs: 90_000,
         },
       )

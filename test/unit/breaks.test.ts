@@ -33,33 +33,22 @@ test('a pruned item is the client’s break; the same client bytes with other up
     digests: { client: ['A', 'B'], upstream: ['a', 'b'] },
   } as unknown as SpliceState
   const items = [{ role: 'user' }, { role: 'tool' }, { role: 'user' }]
-  const client = cacheBreak({
-    previous,
-    fixed: {},
-    items,
-    digests: { client: ['A', 'B2', 'C'], upstream: ['a', 'b2', 'c'] },
-    sentBytes: 23,
-    offsets: () => [0, 8, 16],
-  })
+  /** This request (23 upstream bytes, three items) with these client and upstream digests. */
+  const against = (client: string[], upstream: string[]) =>
+    cacheBreak({
+      previous,
+      fixed: {},
+      items,
+      digests: { client, upstream },
+      sentBytes: 23,
+      offsets: () => [0, 8, 16],
+    })
+  const client = against(['A', 'B2', 'C'], ['a', 'b2', 'c'])
   // 15 bytes of this request from the changed item on (of 23): billed again.
   assert.deepEqual(client, { item: 1, role: 'tool', by: 'client', tokens: 4 })
-  const proxy = cacheBreak({
-    previous,
-    fixed: {},
-    items,
-    digests: { client: ['A', 'B', 'C'], upstream: ['a', 'e', 'c'] },
-    sentBytes: 23,
-    offsets: () => [0, 8, 16],
-  })
+  const proxy = against(['A', 'B', 'C'], ['a', 'e', 'c'])
   assert.equal(proxy?.by, 'proxy')
   assert.equal(proxy?.item, 1)
-  const goesOn = cacheBreak({
-    previous,
-    fixed: {},
-    items,
-    digests: { client: ['A', 'B', 'C'], upstream: ['a', 'b', 'c'] },
-    sentBytes: 23,
-    offsets: () => [0, 8, 16],
-  })
+  const goesOn = against(['A', 'B', 'C'], ['a', 'b', 'c'])
   assert.equal(goesOn, undefined, 'the same items and more: no break')
 })

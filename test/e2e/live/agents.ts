@@ -190,6 +190,17 @@ export function isolatedEnv(
   }
 }
 
+/** Claude Code run headless against `baseUrl`: no telemetry, no updates, no permission prompts. */
+export function claudeCodeEnv(home: string, baseUrl: string): Record<string, string> {
+  return isolatedEnv(home, {
+    ANTHROPIC_BASE_URL: baseUrl,
+    ANTHROPIC_API_KEY: 'live-key',
+    IS_SANDBOX: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+  })
+}
+
 export interface AgentRun {
   readonly code: number | null
   readonly signal: NodeJS.Signals | null
