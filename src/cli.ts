@@ -118,6 +118,8 @@ async function run(config: Config): Promise<void> {
   })
   stats.watchCache('splice', () => settings.splice.bytes)
   stats.watchCache('store', () => store.memory?.() ?? 0)
+  const cold = settings.coldBodies
+  stats.watchColdBodies(() => ({ bytes: cold.used, waiting: cold.waiting }))
   const app = createApp({
     ...settings,
     store: timedStore(store, stats),

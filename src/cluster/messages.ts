@@ -1,4 +1,4 @@
-import type { FinishedRequest } from '../stats/index.js'
+import type { ColdBodies, FinishedRequest } from '../stats/index.js'
 
 /**
  * What a worker and the primary say to each other (`--workers`): over the cluster's IPC, as
@@ -11,6 +11,7 @@ export type WorkerMessage =
   | {
       readonly lembas: 'gauges'
       readonly caches: Record<string, number>
+      readonly coldBodies: ColdBodies
       /** The longest the worker's event loop was held since its previous report, in seconds. */
       readonly loopBlock: number
     }

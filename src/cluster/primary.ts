@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster'
 import type { Logger } from '../log.js'
-import type { StatsCollector } from '../stats/index.js'
+import type { ColdBodies, StatsCollector } from '../stats/index.js'
 import { isWorkerMessage, type PrimaryMessage, type WorkerMessage } from './messages.js'
 
 /** A worker that dies is started again after this pause (not in a tight loop). */
@@ -27,11 +27,20 @@ export interface PrimaryOptions {
  */
 export function runPrimary(options: PrimaryOptions): void {
   const { stats, log } = options
-  const gauges = new Map<number, { caches: Record<string, number>; loopBlock: number }>()
+  const gauges = new Map<
+    number,
+    { caches: Record<string, number>; coldBodies: ColdBodies; loopBlock: number }
+  >()
   const watched = new Set<string>()
   let announced = false
   let stopping = false
   stats.watchLoop(() => Math.max(0, ...[...gauges.values()].map((g) => g.loopBlock)))
+  const sum = (figure: (g: { coldBodies: ColdBodies }) => number) =>
+    [...gauges.values()].reduce((total, g) => total + figure(g), 0)
+  stats.watchColdBodies(() => ({
+    bytes: sum((g) => g.coldBodies.bytes),
+    waiting: sum((g) => g.coldBodies.waiting),
+  }))
 
   const answer = (worker: Worker, message: PrimaryMessage) => {
     if (worker.isConnected()) worker.send(message)
@@ -48,7 +57,11 @@ export function runPrimary(options: PrimaryOptions): void {
         for (const [operation, ms, ok] of message.calls) stats.recordStore(operation, ms, ok)
         return
       case 'gauges':
-        gauges.set(worker.id, { caches: message.caches, loopBlock: message.loopBlock })
+        gauges.set(worker.id, {
+          caches: message.caches,
+          coldBodies: message.coldBodies,
+          loopBlock: message.loopBlock,
+        })
         for (const name of Object.keys(message.caches)) {
           if (watched.has(name)) continue
           watched.add(name)

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import type { StatsSink, StatsSnapshot } from '../stats/index.js'
+import type { ColdBodies, StatsSink, StatsSnapshot } from '../stats/index.js'
 import { isPrimaryMessage, type WorkerMessage } from './messages.js'
 
 /** How often a worker sends its store timings and gauges to the primary. */
@@ -17,6 +17,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   close(): void
 } {
   const caches = new Map<string, () => number>()
+  let coldBodies: () => ColdBodies = () => ({ bytes: 0, waiting: 0 })
   let storeCalls: [string, number, boolean][] = []
   const waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
   let nextId = 1
@@ -37,7 +38,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
     if (storeCalls.length > 0) send({ lembas: 'store', calls: storeCalls })
     storeCalls = []
     const sizes = Object.fromEntries([...caches].map(([name, bytes]) => [name, bytes()]))
-    send({ lembas: 'gauges', caches: sizes, loopBlock: delay.max / 1e9 })
+    send({ lembas: 'gauges', caches: sizes, coldBodies: coldBodies(), loopBlock: delay.max / 1e9 })
     delay.reset()
   }
   const timer = setInterval(report, REPORT_MS)
@@ -78,6 +79,9 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
     },
     watchCache(name, bytes) {
       caches.set(name, bytes)
+    },
+    watchColdBodies(use) {
+      coldBodies = use
     },
     close() {
       clearInterval(timer)

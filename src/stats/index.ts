@@ -172,6 +172,14 @@ export interface StatsSink {
   metrics(): Promise<string>
   /** Reports a bounded in-process cache's size in /metrics (`lembas_cache_bytes{cache}`). */
   watchCache(name: string, bytes: () => number): void
+  /** Reports `--cold-bodies-mb`'s use in /metrics: bytes let in, requests waiting. */
+  watchColdBodies(use: () => ColdBodies): void
+}
+
+/** What `--cold-bodies-mb` holds now: bodies let in (their declared bytes), requests waiting. */
+export interface ColdBodies {
+  readonly bytes: number
+  readonly waiting: number
 }
 
 export interface StatsCollector extends StatsSink {
@@ -207,6 +215,7 @@ export function createStats(
   const unrecognisedByTool = new Map<string, number>()
   const caches = new Map<string, () => number>()
   const loops: (() => number)[] = []
+  let coldBodies: (() => ColdBodies) | undefined
   const recent: RecentRequest[] = []
   const series: SeriesPoint[] = []
   let windowStart = 0
@@ -343,8 +352,14 @@ export function createStats(
     watchCache(name, bytes) {
       caches.set(name, bytes)
     },
+    watchColdBodies(use) {
+      coldBodies = use
+    },
     metrics() {
       for (const [cache, bytes] of caches) m.cacheBytes.set({ cache }, bytes())
+      const cold = coldBodies?.() ?? { bytes: 0, waiting: 0 }
+      m.coldBodyBytes.set(cold.bytes)
+      m.coldBodiesWaiting.set(cold.waiting)
       m.loopBlock.set(Math.max(delay.max / 1e9, ...loops.map((seconds) => seconds())))
       delay.reset()
       return registry.metrics()
@@ -513,6 +528,16 @@ function metricsOf(registry: Registry) {
       name: 'lembas_cache_bytes',
       help: 'Bytes held by a bounded in-process cache (splice: recent histories; store: stored values).',
       labelNames: ['cache'],
+      registers,
+    }),
+    coldBodyBytes: new Gauge({
+      name: 'lembas_cold_body_bytes',
+      help: 'Bytes of bodies being read or parsed whole, within --cold-bodies-mb (declared sizes).',
+      registers,
+    }),
+    coldBodiesWaiting: new Gauge({
+      name: 'lembas_cold_bodies_waiting',
+      help: 'Requests waiting, unread, for room in --cold-bodies-mb.',
       registers,
     }),
     loopBlock: new Gauge({

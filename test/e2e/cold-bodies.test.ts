@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { test } from 'node:test'
 import { createStore } from '../../src/store/index.js'
+import { startProxyCli, stopCli } from '../helpers/cli.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
 import { chatWithResults, postChat, startProxy } from '../helpers/proxy.js'
 
@@ -107,4 +108,38 @@ test('many new sessions at once within a small budget: every one answered', asyn
     replies.map(() => 200),
   )
   assert.equal(upstream.requests.length, 24, 'each reached the upstream once')
+})
+
+test('/metrics shows the cold bodies let in and the requests waiting for room', async (t) => {
+  const upstream = await startFakeUpstream()
+  const proxy = await startProxyCli(upstream.url, 'memory:', ['--cold-bodies-mb', '0.15'])
+  let slow: ReturnType<typeof slowPost> | undefined
+  t.after(async () => {
+    slow?.finish()
+    await stopCli(proxy)
+    await upstream.close()
+  })
+  const gauges = async () => {
+    const text = await (await fetch(proxy.url + '/metrics')).text()
+    const of = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
+    return { bytes: of('lembas_cold_body_bytes'), waiting: of('lembas_cold_bodies_waiting') }
+  }
+  assert.deepEqual(await gauges(), { bytes: 0, waiting: 0 }, 'idle: nothing let in or waiting')
+  const slowText = JSON.stringify(body('slow'))
+  slow = slowPost(proxy.url, slowText, 'slow')
+  const waiting = postChat(proxy.url, body('waiting'), { 'x-session-id': 'waiting' })
+  let seen = await gauges()
+  for (let i = 0; i < 200 && seen.waiting === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    seen = await gauges()
+  }
+  assert.deepEqual(
+    seen,
+    { bytes: Buffer.byteLength(slowText), waiting: 1 },
+    'the slow body holds the budget; the next new session waits',
+  )
+  slow.finish()
+  assert.equal(await slow.answered, 200)
+  assert.equal((await waiting).status, 200)
+  assert.deepEqual(await gauges(), { bytes: 0, waiting: 0 }, 'both gone through: all given back')
 })

@@ -143,6 +143,11 @@ test('--workers 2: sessions on any worker keep their history, one /stats for all
       gauges = await (await fetch(proxy.url + '/metrics')).text()
     }
     assert.match(gauges, /lembas_cache_bytes\{cache="splice"\} [1-9]/, 'the workers’ caches')
+    assert.match(
+      gauges,
+      /^lembas_cold_bodies_waiting 0$/m,
+      'the workers’ cold-body budgets, summed',
+    )
 
     // A worker killed is started again (a connection it held fails, as with any crash).
     process.kill(workers[0]!, 'SIGKILL')
