@@ -3,6 +3,7 @@ import type { Json } from './door.js'
 import type { Live } from './elide.js'
 import type { KeptItems } from './kept.js'
 import type { HistoryState } from './rebuild.js'
+import { Lru } from '../lru.js'
 
 /**
  * What this process remembers of a session's last request, to handle the next one in time
@@ -103,8 +104,7 @@ export class PrefixWatch {
 }
 
 export class SpliceCache {
-  readonly #byKey = new Map<string, SpliceState[]>()
-  #bytes = 0
+  readonly #byKey = new Lru<readonly SpliceState[]>()
 
   constructor(private readonly maxBytes: number) {}
 
@@ -113,12 +113,12 @@ export class SpliceCache {
    * the fields around the items, digests and each state's dedupe table (its blind line hashes most).
    */
   get bytes(): number {
-    return this.#bytes
+    return this.#byKey.weight
   }
 
   /** A watch for the prefixes remembered under `key`, or undefined when there are none. */
   watch(key: string): PrefixWatch | undefined {
-    const states = this.#byKey.get(key)
+    const states = this.#byKey.peek(key)
     return states && new PrefixWatch(states.map((state) => state.prefix.length))
   }
 
@@ -127,7 +127,7 @@ export class SpliceCache {
    * end; `watch` holds the digests taken while the body arrived.
    */
   find(key: string, body: Buffer, watch?: PrefixWatch): Found | undefined {
-    for (const state of this.#byKey.get(key) ?? []) {
+    for (const state of this.#byKey.peek(key) ?? []) {
       const { length, digest, opens } = state.prefix
       if (body.length <= length) continue
       const next = body[skipSpace(body, length)]
@@ -142,22 +142,16 @@ export class SpliceCache {
 
   /** Every state remembered under `key` (a few sessions), most recent first. */
   states(key: string): readonly SpliceState[] {
-    return this.#byKey.get(key) ?? []
+    return this.#byKey.peek(key) ?? []
   }
 
   remember(key: string, state: SpliceState): void {
     if (this.maxBytes <= 0) return
-    const previous = this.#byKey.get(key) ?? []
+    const previous = this.#byKey.peek(key) ?? []
     // A key holds a few sessions: implicit ones of one tenant share it.
     const states = [state, ...previous.filter((old) => old.scope !== state.scope)].slice(0, 4)
-    this.#bytes += size(states) - size(previous)
-    this.#byKey.delete(key) // re-insert: Map order is least recently used first
-    this.#byKey.set(key, states)
-    for (const [oldest, evicted] of this.#byKey) {
-      if (this.#bytes <= this.maxBytes || oldest === key) break
-      this.#bytes -= size(evicted)
-      this.#byKey.delete(oldest)
-    }
+    this.#byKey.set(key, states, size(states))
+    this.#byKey.evictTo(this.maxBytes, key)
   }
 }
 

@@ -10,6 +10,7 @@
  */
 import { closedError } from './common.js'
 import type { Store } from './store.js'
+import { Lru } from '../lru.js'
 
 export interface CacheOptions {
   /** Bound on the (estimated) memory of the cached entries. Default 16 MiB; 0 disables. */
@@ -34,14 +35,12 @@ export const shortWritten = (_key: string, value: string): boolean =>
 
 interface Entry<V> {
   readonly value: V
-  readonly bytes: number
   readonly atMs: number
 }
 
-/** A Map keeps insertion order, so re-inserting on a hit makes the first entry the least recent. */
-class Lru<V> {
-  readonly #entries = new Map<string, Entry<V>>()
-  #bytes = 0
+/** Entries trusted for `maxAgeMs`, within `maxBytes`, the least recently used dropped first. */
+class BoundedCache<V> {
+  readonly #lru = new Lru<Entry<V>>()
 
   constructor(
     readonly maxBytes: number,
@@ -51,36 +50,24 @@ class Lru<V> {
 
   /** The (estimated) bytes of the entries held. */
   get bytes(): number {
-    return this.#bytes
+    return this.#lru.weight
   }
 
   get(key: string): V | undefined {
-    const e = this.#entries.get(key)
+    const e = this.#lru.get(key)
     if (!e) return undefined
-    this.#entries.delete(key)
     if (this.now() - e.atMs > this.maxAgeMs) {
-      this.#bytes -= e.bytes
+      this.#lru.delete(key)
       return undefined
     }
-    this.#entries.set(key, e)
     return e.value
   }
 
   set(key: string, value: V, bytes: number): void {
     // One huge value must not flush everything else.
     if (bytes > this.maxBytes / 8) return
-    const old = this.#entries.get(key)
-    if (old) {
-      this.#entries.delete(key)
-      this.#bytes -= old.bytes
-    }
-    this.#entries.set(key, { value, bytes, atMs: this.now() })
-    this.#bytes += bytes
-    for (const [k, e] of this.#entries) {
-      if (this.#bytes <= this.maxBytes) break
-      this.#entries.delete(k)
-      this.#bytes -= e.bytes
-    }
+    this.#lru.set(key, { value, atMs: this.now() }, bytes)
+    this.#lru.evictTo(this.maxBytes)
   }
 }
 
@@ -91,7 +78,7 @@ const valueKey = (scope: string, key: string): string => `v${scope.length}:${sco
 const claimKey = (scope: string, key: string): string => `c${scope.length}:${scope}${key}`
 
 export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
-  const lru = new Lru<string | number>(
+  const lru = new BoundedCache<string | number>(
     options.maxBytes ?? DEFAULT_CACHE_BYTES,
     options.maxAgeMs ?? Infinity,
     options.now ?? Date.now,
