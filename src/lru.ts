@@ -51,6 +51,17 @@ export class Lru<V> {
     return node !== undefined
   }
 
+  /** The values, least recently used first. */
+  *values(): Generator<V> {
+    for (let node = this.#oldest; node; node = node.newer) yield node.value
+  }
+
+  clear(): void {
+    this.#nodes.clear()
+    this.#oldest = this.#newest = undefined
+    this.#weight = 0
+  }
+
   /** Drops the least recently used until the weights fit in `maxWeight`; never `keep`. */
   evictTo(maxWeight: number, keep?: string): void {
     let node = this.#oldest

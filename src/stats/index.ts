@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { Lru } from '../lru.js'
 import type { CacheBreak } from '../pipeline/breaks.js'
 import type { SessionLabel } from './label.js'
 import { upstreamUsage, type UpstreamUsage } from './usage.js'
@@ -211,7 +212,8 @@ export function createStats(
   const maxSessions = options.maxSessions ?? 500
   let since = new Date().toISOString()
   const totals = emptyFigures()
-  const sessions = new Map<string, SessionFigures>()
+  // Each session weighs 1: at most maxSessions of them.
+  const sessions = new Lru<SessionFigures>()
   const unrecognisedByTool = new Map<string, number>()
   const caches = new Map<string, () => number>()
   const loops: (() => number)[] = []
@@ -231,17 +233,14 @@ export function createStats(
       add(totals, request, usage, prices)
       if (request.session !== undefined) {
         const now = new Date().toISOString()
-        let figures = sessions.get(request.session)
-        if (figures) sessions.delete(request.session)
-        else
-          figures = {
-            session: request.session,
-            firstSeen: now,
-            lastSeen: now,
-            door: request.door,
-            ...emptyFigures(),
-            breaks: [],
-          }
+        const figures = sessions.get(request.session) ?? {
+          session: request.session,
+          firstSeen: now,
+          lastSeen: now,
+          door: request.door,
+          ...emptyFigures(),
+          breaks: [],
+        }
         // Named by its first request that says: the first words it began with.
         if (figures.title === undefined && request.label) Object.assign(figures, request.label)
         figures.lastSeen = now
@@ -250,8 +249,8 @@ export function createStats(
         if (broken) {
           figures.breaks = [...figures.breaks, { at: now, ...broken }].slice(-SESSION_BREAKS)
         }
-        sessions.set(request.session, figures)
-        while (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value!)
+        sessions.set(request.session, figures, 1)
+        sessions.evictTo(maxSessions)
       }
       const labels = { stream: String(request.stream), status: String(request.status) }
       m.requests.inc({ ...labels, door: request.door })
@@ -340,11 +339,15 @@ export function createStats(
       sessions.clear()
       for (const figures of saved.sessions.slice(-maxSessions))
         // Figures saved by an older version may lack the newer fields.
-        sessions.set(figures.session, {
-          ...emptyFigures(),
-          ...figures,
-          breaks: (figures.breaks as BreakFigure[] | undefined) ?? [],
-        })
+        sessions.set(
+          figures.session,
+          {
+            ...emptyFigures(),
+            ...figures,
+            breaks: (figures.breaks as BreakFigure[] | undefined) ?? [],
+          },
+          1,
+        )
       unrecognisedByTool.clear()
       for (const [tool, n] of Object.entries(saved.unrecognisedByTool ?? {}))
         unrecognisedByTool.set(tool, n)

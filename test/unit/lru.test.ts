@@ -21,6 +21,7 @@ test('get moves an entry to the newest place; peek leaves it; set replaces in pl
   assert.equal(lru.get('a'), 0)
   assert.equal(lru.peek('b'), 1)
   lru.set('c', 30, 5)
+  assert.deepEqual([...lru.values()], [1, 3, 0, 30], 'values, least recently used first')
   assert.equal(lru.size, 4)
   assert.equal(lru.weight, 35, 'the replaced weight is taken off')
   assert.deepEqual(evictionOrder(lru, ['a', 'b', 'c', 'd']), ['b', 'd', 'a', 'c'])
@@ -42,6 +43,10 @@ test('evictTo drops the least recently used until the weights fit, never the key
   assert.equal(lru.size, 0)
   lru.set('again', 4, 1)
   assert.equal(lru.get('again'), 4, 'usable after being emptied')
+  lru.clear()
+  assert.deepEqual([lru.size, lru.weight, [...lru.values()]], [0, 0, []])
+  lru.set('after', 5, 2)
+  assert.deepEqual([...lru.values()], [5], 'usable after clear')
 })
 
 test('many entries used and evicted in turn: the order stays exact', () => {
