@@ -53,6 +53,8 @@ export class SqliteStore implements Store {
   readonly db: Database.Database
   readonly #file: string
   readonly #idleTtlMs: number
+  /** A scope's time is rewritten only once it is this old: a minute, or a tenth of the TTL. */
+  readonly #retouchAfterMs: number
   readonly #now: () => number
   readonly #sweeper: NodeJS.Timeout
   #closed = false
@@ -78,6 +80,7 @@ export class SqliteStore implements Store {
     checkIdleTtl(options.idleTtlMs)
     this.#file = file
     this.#idleTtlMs = options.idleTtlMs
+    this.#retouchAfterMs = Math.min(60_000, options.idleTtlMs / 10)
     this.#now = options.now ?? Date.now
     let db: Database.Database | undefined
     try {
@@ -139,10 +142,13 @@ export class SqliteStore implements Store {
       for (const del of deletes) del.run(scope)
     }
     // A write to a scope that expired but was not swept yet starts it afresh, as Redis would.
+    // A recent time is left as it is: rewriting it (and its index entry) on every write made
+    // each commit log two more pages.
     const touch = (scope: string): void => {
       const t = this.#now()
       const touched = this.#touchedAt.get(scope)
       if (touched !== undefined && t - touched > this.#idleTtlMs) drop(scope)
+      else if (touched !== undefined && t - touched <= this.#retouchAfterMs) return
       this.#touch.run(scope, t)
     }
 
@@ -290,7 +296,7 @@ export class SqliteStore implements Store {
     if (age > this.#idleTtlMs) return fields.map(() => undefined)
     // Reads keep a scope alive too, but rewrite its time only when it is noticeably old, so
     // that reads stay (almost always) lock-free.
-    if (age > Math.min(60_000, this.#idleTtlMs / 10)) {
+    if (age > this.#retouchAfterMs) {
       this.#run(op, () => this.#retouch.run(this.#now(), scope))
     }
     return values

@@ -117,6 +117,25 @@ describe('sqlite store', () => {
     await late.close()
   })
 
+  test('a write rewrites the scope’s time only once it is a tenth of the TTL old', async () => {
+    let now = 10_000_000
+    const store = openSqliteStore(freshPath(), { idleTtlMs: 10_000, now: () => now })
+    const touched = () =>
+      store.db.prepare("SELECT touched_ms FROM scopes WHERE scope = 's'").pluck().get()
+    await store.putIfAbsent('s', [['a', '1']])
+    assert.equal(touched(), 10_000_000)
+    now += 900
+    await store.claimIds('s', ['x'])
+    await store.putIfAbsent('s', [['b', '2']])
+    assert.equal(touched(), 10_000_000, 'recent: left as it was (no page of the log for it)')
+    now += 200
+    await store.setLatest('s', 'k', 'v')
+    assert.equal(touched(), 10_001_100, 'older than a tenth of the TTL: rewritten')
+    now += 9_950
+    assert.deepEqual(await store.get('s', ['a', 'b']), ['1', '2'], 'alive from the last rewrite')
+    await store.close()
+  })
+
   test('latest values live in the scope: one file of two handles, expiring with it', async () => {
     const file = freshPath()
     let now = 10_000_000
