@@ -150,9 +150,13 @@ export async function renderFresh(
     input.writeHead?.(scope),
   ])
   const out = new Map<string, ToolRecord>()
-  for (const [i, [key]] of entries.entries()) {
+  let i = 0
+  for (const [key, record] of rendered) {
     await pace()
-    out.set(key.slice(2), JSON.parse(winners[i]!) as ToolRecord)
+    const won = winners[i]!
+    // Ours won (the common case): the record as built; a concurrent twin's as it was written.
+    out.set(key, won === entries[i]![1] ? record : (JSON.parse(won) as ToolRecord))
+    i++
   }
   return out
 }
