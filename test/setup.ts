@@ -22,6 +22,7 @@ const PROGRAMS = [
   { program: 'rg', apt: 'ripgrep', why: "opencode's and Kilo's grep and glob" },
   { program: 'chromium', apt: 'chromium', why: 'the dashboard test' },
   { program: 'xz', apt: 'xz-utils', why: 'replay of the shared .xz traces' },
+  { program: 'nginx', apt: 'nginx', why: 'the balancer test (docker/nginx.conf)' },
 ] as const
 
 function onPath(program: string): boolean {

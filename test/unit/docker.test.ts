@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import { parse } from 'yaml'
+import { loadLoop } from '../../src/config/loop.js'
 
 // No Docker engine runs here: the image and the compose stack are checked as files.
 const root = new URL('../../', import.meta.url)
@@ -278,12 +279,19 @@ describe('docker-compose.yml', () => {
 describe('docker/nginx.conf', () => {
   const conf = read('docker/nginx.conf').replace(/#.*$/gm, '')
 
-  test('round-robins to both replicas', () => {
+  test('sends each session to one of both replicas, by the session id the agent sends', () => {
     const upstream = /upstream\s+(\w+)\s*\{([^}]*)\}/.exec(conf)
     assert.ok(upstream, 'an upstream block')
     const servers = [...upstream[2]!.matchAll(/server\s+([\w.-]+:\d+)/g)].map((m) => m[1])
     assert.deepEqual(servers, ['lembas-1:8788', 'lembas-2:8788'])
-    assert.doesNotMatch(upstream[2]!, /\b(ip_hash|least_conn|hash)\b/)
+    const hash = /\bhash\s+\$(\w+)\s+consistent\s*;/.exec(upstream[2]!)
+    assert.ok(hash, 'consistent hashing on a session key')
+    const map = new RegExp(`map\\s+"([^"]*)"\\s+\\$${hash[1]}\\s*\\{`).exec(conf)
+    assert.ok(map, 'the key is mapped from the session headers')
+    // Every header loop.json names a session by, and Claude Code's.
+    for (const header of [...loadLoop().proxy.sessions.headers, 'x-claude-code-session-id'])
+      assert.ok(map[1]!.includes('$http_' + header.replaceAll('-', '_')), header)
+    assert.match(conf, /underscores_in_headers\s+on\s*;/, 'Codex’s session_id header passes')
     assert.match(conf, new RegExp(`proxy_pass\\s+http://${upstream[1]}\\s*;`))
   })
 
