@@ -1,9 +1,9 @@
 /**
  * docker/nginx.conf, run by a real nginx in front of two lembas-proxy replicas on one Redis, as
- * docker-compose.yml runs it: each session sticks to one replica, so its requests after the first
- * go on from what that replica remembers (the fast path), whichever header names the session
- * (Codex's `session_id` included, a header nginx drops by default), and a session without one
- * sticks by its key; a replica that stops passes its sessions on to the other.
+ * docker-compose.yml runs it: a session the agent names sticks to one replica, so only its first
+ * request is parsed whole (each replica would parse it whole once), whichever header names it
+ * (Codex's `session_id` included, a header nginx drops by default); sessions without a name are
+ * spread and still found on either replica; a replica that stops passes its sessions on.
  */
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -87,7 +87,7 @@ ${site}
 }
 
 /** A session's request after `steps` results, each one the last plus one call and its result. */
-function sessionBody(name: string, steps: number) {
+function sessionBody(name: string, steps: number, fields: Record<string, string> = {}) {
   const messages: unknown[] = [{ role: 'user', content: `task ${name}` }]
   for (let i = 1; i <= steps; i++) {
     const id = `call_${name}_${i}`
@@ -98,7 +98,12 @@ function sessionBody(name: string, steps: number) {
     })
     messages.push({ role: 'tool', tool_call_id: id, content: `${name} output ${i}\n`.repeat(40) })
   }
-  return { model: 'm', messages, tools: [{ type: 'function', function: { name: 'Bash' } }] }
+  return {
+    model: 'm',
+    messages,
+    tools: [{ type: 'function', function: { name: 'Bash' } }],
+    ...fields,
+  }
 }
 
 interface Line {
@@ -132,29 +137,39 @@ test('nginx keeps each session on one replica, so it goes on the fast way; a sto
     await redis.stop()
   })
 
-  // Sessions named as the agents name them, and two without a name (two keys): seven, so that
-  // round robin would not put a session's every request on one replica by chance.
-  const sessions: { name: string; headers: Record<string, string> }[] = [
+  // Sessions named in a header as the agents name them, and two named in the body only (nginx
+  // does not see those): seven, so that round robin would not put a session's every request on
+  // one replica by chance.
+  const sessions: {
+    name: string
+    headers: Record<string, string>
+    fields?: Record<string, string>
+  }[] = [
     { name: 'generic', headers: { 'x-session-id': 'generic-1' } },
     { name: 'opencode', headers: { 'x-session-affinity': 'ses_opencode1' } },
     { name: 'codex', headers: { session_id: '0199a1b2-codex-session' } },
     { name: 'goose', headers: { 'x-goose-session-id': 'goose-session-1' } },
     { name: 'claude', headers: { 'x-claude-code-session-id': 'claude-session-1' } },
-    { name: 'anon-a', headers: { authorization: 'Bearer key-a' } },
-    { name: 'anon-b', headers: { authorization: 'Bearer key-b' } },
+    { name: 'body-a', headers: {}, fields: { prompt_cache_key: 'body-a' } },
+    { name: 'body-b', headers: {}, fields: { prompt_cache_key: 'body-b' } },
   ]
   const steps = 4
   for (let step = 1; step <= steps; step++)
     for (const session of sessions) {
-      const reply = await postChat(nginx.url, sessionBody(session.name, step), session.headers)
+      const body = sessionBody(session.name, step, session.fields)
+      const reply = await postChat(nginx.url, body, session.headers)
       assert.equal(reply.status, 200, `${session.name} step ${step}: ${reply.text}`)
     }
 
   const served = replicas.map(requestLines)
   assert.equal(served[0]!.length + served[1]!.length, sessions.length * steps)
+  // Scopes end with the digest of the name lembas knows a session by; Claude Code's header is
+  // nginx's only (lembas finds that session by what it carries: the one `/i…` scope).
+  const scopeOf = (name: string) => `/e${shortHash(name)}`
+  const bodyNamed = ['b:body-a', 'b:body-b'].map(scopeOf)
+  const headerNamed = (line: Line) => !bodyNamed.some((end) => line.session?.endsWith(end))
   for (const [i, lines] of served.entries()) {
-    const scopes = new Set(lines.map((line) => line.session))
-    for (const scope of scopes) {
+    for (const scope of new Set(lines.filter(headerNamed).map((line) => line.session))) {
       const own = lines.filter((line) => line.session === scope)
       const elsewhere = served[1 - i]!.filter((line) => line.session === scope)
       assert.equal(elsewhere.length, 0, `session ${scope} served by both replicas`)
@@ -166,12 +181,25 @@ test('nginx keeps each session on one replica, so it goes on the fast way; a sto
       )
     }
   }
+  assert.equal(
+    new Set(
+      served
+        .flat()
+        .filter(headerNamed)
+        .map((line) => line.session),
+    ).size,
+    5,
+  )
+  for (const end of bodyNamed) {
+    const lines = served.flat().filter((line) => line.session?.endsWith(end))
+    assert.equal(lines.length, steps, 'a session nginx cannot name is served on either replica')
+  }
   assert.ok(
     served.every((lines) => lines.length > 0),
     `both replicas serve sessions: ${served.map((lines) => lines.length).join(' / ')}`,
   )
   // A session named by a header is scoped by that name: Codex's reached the proxy through nginx.
-  const codex = `/e${shortHash('h:0199a1b2-codex-session')}`
+  const codex = scopeOf('h:0199a1b2-codex-session')
   assert.equal(
     served.flat().filter((line) => line.session?.endsWith(codex)).length,
     steps,
@@ -179,7 +207,7 @@ test('nginx keeps each session on one replica, so it goes on the fast way; a sto
   )
 
   // Stop the replica that served the generic session: its next request goes to the other.
-  const genericScope = `/e${shortHash('h:generic-1')}`
+  const genericScope = scopeOf('h:generic-1')
   const generic = served.findIndex((lines) =>
     lines.some((line) => line.session?.endsWith(genericScope)),
   )
