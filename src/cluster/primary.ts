@@ -1,7 +1,9 @@
 import cluster, { type Worker } from 'node:cluster'
 import type { Logger } from '../log.js'
-import type { ColdBodies, StatsCollector } from '../stats/index.js'
+import type { StatsCollector } from '../stats/index.js'
 import { isWorkerMessage, type PrimaryMessage, type WorkerMessage } from './messages.js'
+
+type GaugesMessage = Extract<WorkerMessage, { lembas: 'gauges' }>
 
 /** A worker that dies is started again after this pause (not in a tight loop). */
 const RESTART_MS = 1000
@@ -27,15 +29,14 @@ export interface PrimaryOptions {
  */
 export function runPrimary(options: PrimaryOptions): void {
   const { stats, log } = options
-  const gauges = new Map<
-    number,
-    { caches: Record<string, number>; coldBodies: ColdBodies; loopBlock: number }
-  >()
+  /** Each worker's latest report. */
+  const gauges = new Map<number, GaugesMessage>()
   const watched = new Set<string>()
   let announced = false
   let stopping = false
   stats.watchLoop(() => Math.max(0, ...[...gauges.values()].map((g) => g.loopBlock)))
-  const sum = (figure: (g: { coldBodies: ColdBodies }) => number) =>
+  /** A figure summed over the workers' latest reports. */
+  const sum = (figure: (g: GaugesMessage) => number) =>
     [...gauges.values()].reduce((total, g) => total + figure(g), 0)
   stats.watchColdBodies(() => ({
     bytes: sum((g) => g.coldBodies.bytes),
@@ -57,17 +58,11 @@ export function runPrimary(options: PrimaryOptions): void {
         for (const [operation, ms, ok] of message.calls) stats.recordStore(operation, ms, ok)
         return
       case 'gauges':
-        gauges.set(worker.id, {
-          caches: message.caches,
-          coldBodies: message.coldBodies,
-          loopBlock: message.loopBlock,
-        })
+        gauges.set(worker.id, message)
         for (const name of Object.keys(message.caches)) {
           if (watched.has(name)) continue
           watched.add(name)
-          stats.watchCache(name, () =>
-            [...gauges.values()].reduce((sum, g) => sum + (g.caches[name] ?? 0), 0),
-          )
+          stats.watchCache(name, () => sum((g) => g.caches[name] ?? 0))
         }
         return
       case 'ask':
