@@ -212,6 +212,16 @@ const JS = `
       if (samples.length > MAX_SAMPLES) samples.shift();
       pts = samples;
     }
+    drawn = { pts: pts, breaks: breaks };
+    drawChart(pts, breaks);
+  }
+
+  // The chart is drawn in the svg's own pixels (readable text at any width), so a resize (a phone
+  // turned, a window narrowed) draws it again from the same points.
+  var drawn = null;
+  window.addEventListener('resize', function () { if (drawn) drawChart(drawn.pts, drawn.breaks); });
+
+  function drawChart(pts, breaks) {
     var svg = $('chart');
     var NS = 'http://www.w3.org/2000/svg';
     var W = svg.clientWidth || 800, H = svg.clientHeight || 220;

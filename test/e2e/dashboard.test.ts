@@ -165,6 +165,12 @@ async function fits(page: Page, viewport: { width: number; height: number }, nam
     `[...document.querySelectorAll('.card:not([hidden])')].filter((c) => { const r = c.getBoundingClientRect(); return r.left < 0 || r.right > ${viewport.width} }).length`,
   )) as number
   assert.equal(outside, 0, `${name}: every card inside the window`)
+  // The chart is drawn again at the new width: its text stays at its size, not scaled down.
+  // (Checked a frame after the resize, well before the next poll would draw it anyway.)
+  const chart = (await page.evaluate(
+    `new Promise((done) => requestAnimationFrame(() => { const c = document.getElementById('chart'); done({ drawn: Number((c.getAttribute('viewBox') || '').split(' ')[2]), width: c.clientWidth }) }))`,
+  )) as { drawn: number; width: number }
+  assert.equal(chart.drawn, chart.width, `${name}: the chart drawn at its width`)
   const shot = join(shotDir, `${name}.png`)
   await page.screenshot({ path: shot, fullPage: false })
   const png = decodePng(await readFile(shot))
