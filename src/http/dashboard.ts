@@ -50,7 +50,7 @@ main { padding: 20px 24px 40px; max-width: 1200px; margin: 0 auto; display: grid
 .banner { padding: 10px 14px; border-radius: 8px; font-weight: 500; }
 .banner.warn { background: var(--warn-bg); color: var(--warn); }
 .banner.err { background: var(--err-bg); color: var(--err); }
-.totals { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 12px; }
+.totals { display: grid; grid-template-columns: repeat(auto-fit, minmax(130px, 1fr)); gap: 12px; }
 .card { min-width: 0; }
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px; }
 .card .label { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
@@ -67,8 +67,20 @@ table { width: 100%; border-collapse: collapse; font-variant-numeric: tabular-nu
 th, td { text-align: left; padding: 6px 10px; border-bottom: 1px solid var(--line); white-space: nowrap; }
 th { color: var(--muted); font-weight: 600; font-size: 12px; }
 td.num, th.num { text-align: right; }
+/* Headings and words wrap, figures do not: a laptop sees every column of a session. */
+th { white-space: normal; vertical-align: bottom; }
+td.text { white-space: normal; min-width: 9em; max-width: 18em; overflow-wrap: anywhere; }
 td.id { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 .scroll { overflow-x: auto; }
+/* A phone: each row a small card of labelled figures, so a session's savings show without
+   scrolling sideways. The labels are the columns' headings (data-label, set with each cell). */
+@media (max-width: 600px) {
+  table.stack thead { display: none; }
+  table.stack tr { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 4px 12px; padding: 10px 0; border-bottom: 1px solid var(--line); }
+  table.stack td { border: 0; padding: 0; white-space: normal; overflow-wrap: anywhere; text-align: left; }
+  table.stack td:first-child { grid-column: 1 / -1; font-weight: 600; }
+  table.stack td:not(:first-child)::before { content: attr(data-label); display: block; color: var(--muted); font-size: 11px; }
+}
 `
 
 const JS = `
@@ -106,13 +118,17 @@ const JS = `
     if (content !== undefined) e.textContent = content;
     return e;
   }
-  function row(cells) {
+  /** A table row; each cell carries its column's heading for the phone layout. */
+  function row(body, cells) {
+    var heads = body.parentNode.tHead.rows[0].cells;
     var tr = document.createElement('tr');
-    cells.forEach(function (c) {
+    cells.forEach(function (c, i) {
       var td = el('td', c[1] || '', c[0]);
       if (c[2]) td.title = c[2];
+      td.setAttribute('data-label', heads[i] ? heads[i].textContent : '');
       tr.appendChild(td);
     });
+    body.appendChild(tr);
     return tr;
   }
   function banner(kind, message) {
@@ -160,10 +176,10 @@ const JS = `
     sessions.forEach(function (s) {
       var breaks = Array.isArray(s.breaks) ? s.breaks : [];
       var last = breaks.filter(function (b) { return b.by === 'client'; }).pop();
-      var tr = row([
-        [nameOf(s), s.title ? '' : 'id', s.session],
+      var tr = row(body, [
+        [nameOf(s), s.title ? 'text' : 'id text', s.session],
         [dateTime(s.firstSeen)],
-        [[s.agent, s.model, s.door].filter(Boolean).join(' \\u00b7 ') || DASH],
+        [[s.agent, s.model, s.door].filter(Boolean).join(' \\u00b7 ') || DASH, 'text'],
         [fmtInt(s.requests), 'num'],
         [fmtInt(s.promptTokens), 'num'],
         [fmtInt(s.inputTokensSaved), 'num'],
@@ -173,7 +189,6 @@ const JS = `
         [fmtInt(s.clientBreaks), 'num', last ? breakText(last) : '']
       ]);
       tr.setAttribute('data-session', s.session);
-      body.appendChild(tr);
     });
   }
 
@@ -188,14 +203,14 @@ const JS = `
     $('results-empty').hidden = items.length > 0;
     items.forEach(function (item) {
       var r = item.r, req = item.req;
-      body.appendChild(row([
+      row(body, [
         [text(r.id), 'id'],
         [text(r.kind)],
         [text(names[req.session] || req.session), '', req.session],
         [fmtInt(r.charsBefore), 'num'],
         [fmtInt(r.charsAfter), 'num'],
         [time(req.at)]
-      ]));
+      ]);
     });
   }
 
@@ -374,7 +389,7 @@ const PAGE = `<!doctype html>
   </section>
   <section class="card">
     <h2>Sessions</h2>
-    <div class="scroll"><table>
+    <div class="scroll"><table class="stack">
       <thead><tr><th>Session</th><th>Started</th><th>Agent · model · door</th><th class="num">Requests</th><th class="num">Input tokens</th><th class="num" data-saved-label=", tokens">Saved, tokens</th><th class="num money" hidden>$ saved</th><th class="num">Cache hit</th><th class="num">Recalls</th><th class="num">Client breaks</th></tr></thead>
       <tbody id="sessions-body"></tbody>
     </table></div>
@@ -382,7 +397,7 @@ const PAGE = `<!doctype html>
   </section>
   <section class="card">
     <h2>Latest results</h2>
-    <div class="scroll"><table>
+    <div class="scroll"><table class="stack">
       <thead><tr><th>Id</th><th>Shown as</th><th>Session</th><th class="num">Chars from the tool</th><th class="num">Chars sent</th><th>At</th></tr></thead>
       <tbody id="results-body"></tbody>
     </table></div>

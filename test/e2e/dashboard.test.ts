@@ -165,6 +165,11 @@ async function fits(page: Page, viewport: { width: number; height: number }, nam
     `[...document.querySelectorAll('.card:not([hidden])')].filter((c) => { const r = c.getBoundingClientRect(); return r.left < 0 || r.right > ${viewport.width} }).length`,
   )) as number
   assert.equal(outside, 0, `${name}: every card inside the window`)
+  // Every figure of a session is in sight without scrolling sideways (a phone stacks the row).
+  const hidden = (await page.evaluate(
+    `[...document.querySelectorAll('#sessions-body td:not([hidden])')].filter((td) => { const r = td.getBoundingClientRect(); return r.width === 0 || r.right > document.querySelector('#sessions-body').closest('.card').getBoundingClientRect().right }).map((td) => td.dataset.label)`,
+  )) as string[]
+  assert.deepEqual(hidden, [], `${name}: session figures out of sight`)
   // The chart is drawn again at the new width: its text stays at its size, not scaled down.
   // (Checked a frame after the resize, well before the next poll would draw it anyway.)
   const chart = (await page.evaluate(
@@ -237,6 +242,17 @@ test('the dashboard asks for the secret, then shows /stats in money, names and t
         int(s.clientBreaks),
       ]),
     )
+    // Each cell names its column (the phone layout shows it as the figure's label).
+    const labels = await page
+      .locator('#sessions-body tr:first-child td')
+      .evaluateAll((tds) => tds.map((td) => td.getAttribute('data-label')))
+    const headings = await page
+      .locator('#sessions-body')
+      .evaluate((body) =>
+        [...body.parentElement!.querySelectorAll('thead th')].map((th) => th.textContent),
+      )
+    assert.deepEqual(labels, headings)
+    assert.ok(labels.includes('$ saved'), labels.join(' | '))
     const breakTitle = await page.getAttribute(
       '#sessions-body tr[data-session="t1/e-alpha"] td:last-child',
       'title',
