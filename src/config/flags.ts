@@ -349,7 +349,8 @@ export function helpText(version: string): string {
     return `  --${name.padEnd(21)} ${flag.help}${shown}\n  ${''.padEnd(23)} env ${flag.env}`
   })
   return [
-    `lembas-proxy ${version} — an OpenAI-compatible proxy that keeps tool results small without breaking the prompt cache`,
+    `lembas-proxy ${version} — a proxy for coding agents that keeps tool results small without breaking the prompt cache`,
+    '(chat completions, the Responses API and the Messages API)',
     '',
     'Usage: lembas-proxy [flags]',
     '       lembas-proxy replay [--json] [--mask-turn user|step] [--cache-write-premium F] FILE[.xz]...',
@@ -360,8 +361,14 @@ export function helpText(version: string): string {
     '  -h, --help              this text',
     '  -v, --version           the version',
     '',
-    "Point your agent's OpenAI base URL at http://HOST:PORT/v1. Example:",
+    'Point your agent at the proxy (the README lists every agent):',
+    '  OpenAI-compatible agents (opencode, Qwen Code, …)  base URL http://HOST:PORT/v1',
+    '  Codex CLI                                           base_url = "http://HOST:PORT/v1"',
+    '  Claude Code                                         ANTHROPIC_BASE_URL=http://HOST:PORT',
+    'Examples:',
     '  lembas-proxy --upstream http://127.0.0.1:8080/v1 --workspace ~/src/myproject',
+    '  lembas-proxy --upstream https://api.openai.com/v1 \\',
+    '    --upstream-messages https://api.anthropic.com/v1 --workspace ~/src/myproject',
     '',
   ].join('\n')
 }

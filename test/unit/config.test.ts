@@ -1,11 +1,24 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
-import { FLAGS, parseCommandLine } from '../../src/config/flags.js'
+import { FLAGS, helpText, parseCommandLine } from '../../src/config/flags.js'
 import { loadLoop, packageRoot, parseLoop } from '../../src/config/loop.js'
 import { ERROR_KINDS } from '../../src/errors.js'
 
 describe('command line', () => {
+  test('--help names every flag with its env twin, and where each kind of agent points', () => {
+    const help = helpText('9.9.9')
+    for (const [name, flag] of Object.entries(FLAGS)) {
+      assert.match(help, new RegExp(`--${name} `), name)
+      assert.ok(help.includes(`env ${flag.env}`), flag.env)
+    }
+    // The three doors' settings: a chat agent and Codex below /v1, Claude Code at the root.
+    assert.match(help, /base URL http:\/\/HOST:PORT\/v1/)
+    assert.match(help, /Codex CLI +base_url = "http:\/\/HOST:PORT\/v1"/)
+    assert.match(help, /Claude Code +ANTHROPIC_BASE_URL=http:\/\/HOST:PORT\n/)
+    assert.equal(parseCommandLine(['--help'], {}).kind, 'help')
+  })
+
   test('--elide alone turns it on, its twin takes true or false, its settings are checked', () => {
     const config = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
       const parsed = parseCommandLine(argv, env)
