@@ -3,7 +3,7 @@ import type { Logger } from '../log.js'
 import { upstreamUsage, type Meter, type RebuildCounts, type StatsSink } from '../stats/index.js'
 import { isAbortError } from '../upstream/index.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
-import type { Door } from './door.js'
+import type { Door, Json } from './door.js'
 import { sessionLabel, type SessionLabel } from '../stats/label.js'
 import type { SessionRef } from '../session/find.js'
 import type { Readable } from 'node:stream'
@@ -222,6 +222,7 @@ async function run(
   seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
   if (prepared.kind === 'plain' || deps.observe) {
     if (prepared.kind === 'rebuilt') observed(deps, seen, door, input, prepared)
+    else seen.messages = itemCount(prepared.request, door)
     // No tools (nothing to shape, no recall to offer), or observing: the client's bytes go.
     const response = await deps.upstream.send({
       method: 'POST',
@@ -274,4 +275,11 @@ async function run(
   const first = await send(turn)
   if (first.status !== 200) return { kind: 'upstream', response: first }
   return { kind: 'sse', headers: first.headers, events: streamAnswer(turn, first, seen.meter) }
+}
+
+/** The items a request carries (its messages, or its input), whether or not it is shaped. */
+function itemCount(request: Json, door: Door): number {
+  const items = (request as Record<string, unknown>)[door.arrayKey]
+  if (typeof items === 'string') return 1 // the Responses API's input as one text
+  return Array.isArray(items) ? items.length : 0
 }

@@ -386,3 +386,45 @@ const TOOLS = ['Read', 'Edit'].map((name) => ({
   type: 'function',
   function: { name, parameters: { type: 'object' } },
 }))
+
+test('a request without tools (forwarded as sent) is logged with its items, on every door', async () => {
+  const lines: string[] = []
+  const store = await createStore('memory:', { idleTtlMs: 86_400_000 })
+  // Nothing listens on port 1: each request fails upstream, after its log fields are known.
+  const proxy = await startProxy({
+    upstreamUrl: 'http://127.0.0.1:1/v1',
+    store,
+    stats: createStats(),
+    log: createLogger('info', (line) => void lines.push(line)),
+  })
+  try {
+    const twoTurns = [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'hello' },
+      { role: 'user', content: 'bye' },
+    ]
+    const bodies: [string, string, unknown, number][] = [
+      ['chat', '/v1/chat/completions', { model: 'm', messages: twoTurns }, 3],
+      ['messages', '/v1/messages', { model: 'm', max_tokens: 10, messages: twoTurns }, 3],
+      ['responses', '/v1/responses', { model: 'm', input: twoTurns }, 3],
+      ['responses', '/v1/responses', { model: 'm', input: 'hi' }, 1],
+    ]
+    for (const [, path, body] of bodies) {
+      const response = await fetch(proxy.url + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+      assert.equal(response.status, 502, path)
+      await response.arrayBuffer()
+    }
+    const logged = lines.map((line) => JSON.parse(line)).filter((l) => l.event === 'request')
+    assert.deepEqual(
+      logged.map((l) => [l.door, l.messages]),
+      bodies.map(([door, , , count]) => [door, count]),
+    )
+  } finally {
+    await proxy.close()
+    await store.close()
+  }
+})
