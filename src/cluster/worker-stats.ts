@@ -1,5 +1,10 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import type { ColdBodies, StatsSink, StatsSnapshot } from '../stats/index.js'
+import {
+  NO_COLD_BODIES,
+  type ColdBodies,
+  type StatsSink,
+  type StatsSnapshot,
+} from '../stats/index.js'
 import { isPrimaryMessage, type WorkerMessage } from './messages.js'
 
 /** How often a worker sends its store timings and gauges to the primary. */
@@ -17,7 +22,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   close(): void
 } {
   const caches = new Map<string, () => number>()
-  let coldBodies: () => ColdBodies = () => ({ bytes: 0, waiting: 0 })
+  let coldBodies: () => ColdBodies = () => NO_COLD_BODIES
   let storeCalls: [string, number, boolean][] = []
   const waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
   let nextId = 1

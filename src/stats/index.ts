@@ -183,6 +183,9 @@ export interface ColdBodies {
   readonly waiting: number
 }
 
+/** Before the admission reports: no body let in, none waiting. */
+export const NO_COLD_BODIES: ColdBodies = { bytes: 0, waiting: 0 }
+
 export interface StatsCollector extends StatsSink {
   snapshot(): StatsSnapshot
   /** Counts another process's event-loop hold too (`--workers`: each worker's). */
@@ -360,7 +363,7 @@ export function createStats(
     },
     metrics() {
       for (const [cache, bytes] of caches) m.cacheBytes.set({ cache }, bytes())
-      const cold = coldBodies?.() ?? { bytes: 0, waiting: 0 }
+      const cold = coldBodies?.() ?? NO_COLD_BODIES
       m.coldBodyBytes.set(cold.bytes)
       m.coldBodiesWaiting.set(cold.waiting)
       m.loopBlock.set(Math.max(delay.max / 1e9, ...loops.map((seconds) => seconds())))
