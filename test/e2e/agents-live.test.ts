@@ -8,12 +8,13 @@ import { createHash } from 'node:crypto'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
+import { createLogger } from '../../src/log.js'
 import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
 import { prefixViolations } from '../helpers/model.js'
-import { startProxy } from '../helpers/proxy.js'
+import { fullPathRequests, startProxy } from '../helpers/proxy.js'
 import {
   AGENT_PACKAGES,
   agentBinary,
@@ -220,10 +221,12 @@ for (const setup of SETUPS) {
         const fake = await startFakeUpstream(model.script)
         const store = await createStore(setup.store(dirname(project.root)), { idleTtlMs: DAY })
         const stats = createStats()
+        const logLines: string[] = []
         const proxy = await startProxy({
           upstreamUrl: fake.url,
           store,
           stats,
+          log: createLogger('info', (line) => void logLines.push(line)),
           workspace: await createWorkspace([project.root]),
           ...(setup.sessionHeader ? { sessionHeader: setup.sessionHeader } : {}),
         })
@@ -273,6 +276,11 @@ for (const setup of SETUPS) {
             `${main.length} main requests for ${plan.length} steps`,
           )
           assert.deepEqual(prefixViolations(main), [])
+          // The real agent's requests go on from its previous one: after the first that carries
+          // a result, each is handled on the fast path (only its new messages parsed).
+          const paths = fullPathRequests(logLines)
+          assert.ok(paths.requests >= plan.length - 2, `${paths.requests} requests with results`)
+          assert.deepEqual(paths.full, [], 'requests of the agent that took the full path')
           for (const request of main)
             assert.equal(request.json.tools.at(-1).function.name, 'recall')
 

@@ -15,7 +15,7 @@ import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { claudeAnswer, claudeSideAnswer, type Block } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { startProxy } from '../helpers/proxy.js'
+import { fullPathRequests, startProxy } from '../helpers/proxy.js'
 import {
   AGENT_PACKAGES,
   agentBinary,
@@ -294,6 +294,11 @@ for (const { model, reminders } of MODELS) {
           const snapshot: StatsSnapshot = stats.snapshot()
           assert.equal(snapshot.totals.unrecognised, 0, JSON.stringify(snapshot.unrecognisedByTool))
           assert.ok(!lines.some((line) => line.includes('unrecognised-result')))
+          // Claude Code moves its cache breakpoint every turn; its requests still go on from the
+          // previous one (the fast path), after the first that carries a result.
+          const paths = fullPathRequests(lines)
+          assert.ok(paths.requests >= steps.length - 2, `${paths.requests} requests with results`)
+          assert.deepEqual(paths.full, [], 'requests of the CLI that took the full path')
         } finally {
           await tap.close()
           await proxy.close()

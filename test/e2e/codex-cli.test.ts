@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
+import { createLogger } from '../../src/log.js'
 import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
@@ -20,7 +21,7 @@ import {
   responsesRequests,
   type ResponsesSay,
 } from '../helpers/fake-responses.js'
-import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { fullPathRequests, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { agentBinary, makeLiveProject } from './live/agents.js'
 
 /** The real Codex CLI, installed by the test set-up beside the other agents' CLIs. */
@@ -167,11 +168,13 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       return { sse: responsesEvents(`resp_${upstream.requests.length}`, output), done: false }
     })
     const stats = createStats()
+    const lines: string[] = []
     const proxy = await startProxy({
       upstreamUrl: upstream.url,
       store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
       workspace: await createWorkspace([project.root]),
       stats,
+      log: createLogger('info', (line) => void lines.push(line)),
     })
     try {
       const run = promisify(execFile)(binary, codexArgs(proxy.url, 'work through the session'), {
@@ -217,6 +220,10 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       assert.doesNotMatch(stdout, /recall/)
       const snapshot = stats.snapshot()
       assert.equal(snapshot.totals.unrecognised, 0, JSON.stringify(snapshot.unrecognisedByTool))
+      // Codex appends to its input: after the first request with a result, the fast path.
+      const paths = fullPathRequests(lines)
+      assert.ok(paths.requests >= commands.length - 1, `${paths.requests} requests with results`)
+      assert.deepEqual(paths.full, [], 'requests of the CLI that took the full path')
     } finally {
       await proxy.close()
       await upstream.close()

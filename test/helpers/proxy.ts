@@ -149,3 +149,18 @@ export function chatWithResults(results: readonly { id: string; output: string }
     ],
   }
 }
+
+/**
+ * From the proxy's log lines: the requests after the first that carried a new result which did
+ * not go on from the previous request (the full path: their whole history parsed again). A real
+ * agent appends to its history, so there should be none.
+ */
+export function fullPathRequests(logLines: readonly string[]): {
+  requests: number
+  full: object[]
+} {
+  const logged = logLines
+    .map((line) => JSON.parse(line) as { event?: string; newResults?: number; spliced?: number })
+    .filter((l) => l.event === 'request' && (l.newResults ?? 0) > 0)
+  return { requests: logged.length, full: logged.slice(1).filter((l) => l.spliced !== 1) }
+}
