@@ -66,14 +66,20 @@ export function installCommand(dir = agentsDir()): string {
   return installCommands(dir).join(' && ')
 }
 
-/** What is wrong with the installed CLI, or undefined when the pinned version is there. */
+/**
+ * What is wrong with the installed CLI, or undefined when the pinned version is there: the
+ * package and each one installed beside it (Kilo's launcher runs whatever platform binary it
+ * finds, of any version, so a launcher at the pin could otherwise run an older binary).
+ */
 export function problem(agent: AgentName, dir = agentsDir()): string | undefined {
-  const pkg = AGENT_PACKAGES[agent]
+  const pkg: AgentPackage = AGENT_PACKAGES[agent]
   const bin = join(dir, 'node_modules', '.bin', pkg.bin)
   if (!existsSync(bin)) return `${pkg.bin} is not installed (no ${bin})`
-  const manifest = join(dir, 'node_modules', pkg.name, 'package.json')
-  const version = existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).version : '?'
-  if (version !== pkg.version) return `${pkg.name} is ${version}, the test pins ${pkg.version}`
+  for (const name of [pkg.name, ...(pkg.with ?? [])]) {
+    const manifest = join(dir, 'node_modules', name, 'package.json')
+    const version = existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).version : '?'
+    if (version !== pkg.version) return `${name} is ${version}, the test pins ${pkg.version}`
+  }
   return undefined
 }
 
