@@ -376,7 +376,7 @@ const PAGE = `<!doctype html>
     <div class="card"><div class="label">Sessions</div><div class="value" id="t-sessions">–</div></div>
     <div class="card"><div class="label">Requests</div><div class="value" id="t-requests">–</div></div>
     <div class="card"><div class="label">Input tokens sent</div><div class="value" id="t-input">–</div></div>
-    <div class="card"><div class="label" data-saved-label=", tokens">Saved, tokens</div><div class="value" id="t-saved">–</div></div>
+    <div class="card"><div class="label" data-saved-label=", tokens">Saved, tokens</div><div class="value" id="t-saved">–</div><div class="note" id="t-saved-note">estimated as characters / 4: within about a third of a tokenizer's count (README)</div></div>
     <div class="card money" hidden><div class="label" data-saved-label=", dollars">Saved, dollars</div><div class="value" id="t-money">–</div><div class="note" id="prices"></div></div>
     <div class="card"><div class="label">Cache-hit ratio</div><div class="value" id="t-ratio">–</div></div>
     <div class="card"><div class="label">Recalls</div><div class="value" id="t-recalls">–</div></div>

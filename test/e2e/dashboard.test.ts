@@ -210,6 +210,8 @@ test('the dashboard asks for the secret, then shows /stats in money, names and t
     assert.equal(await shown('#t-requests'), int(t.requests))
     assert.equal(await shown('#t-input'), int(t.promptTokens))
     assert.equal(await shown('#t-saved'), int(t.inputTokensSaved))
+    // The figure is characters / 4, and the page says so (issue: counted, or said to be guessed).
+    assert.match((await shown('#t-saved-note'))!, /estimated as characters \/ 4/)
     assert.ok(t.moneySaved! > 0, `money ${t.moneySaved}`)
     assert.equal(await page.isVisible('#t-money'), true, 'prices set: money shown')
     assert.equal(await shown('#t-money'), money(t.moneySaved))
