@@ -1,6 +1,6 @@
 import { LembasError } from '../errors.js'
 import { pacer } from '../pace/index.js'
-import { arraySpan, skipSpace, type MessagesSpan } from '../wire/json-scan.js'
+import { arraySpan, closingQuote, skipSpace, type MessagesSpan } from '../wire/json-scan.js'
 
 /** JSON of a client's request, refused past `maxDepth` levels or when it is not JSON. */
 export function parseJson(text: string, maxDepth: number): unknown {
@@ -56,9 +56,9 @@ export async function nestingDepthPaced(text: string, step = WHOLE_PARSE_BYTES):
 }
 
 /**
- * Scans from `state.at` to `to`, counting brackets outside strings. A string's content (most of
- * a request: the tool results) is skipped with indexOf to its closing quote, not char by char:
- * four to five times faster on tool output.
+ * Scans from `state.at` to about `to`, counting brackets outside strings. A string is skipped
+ * whole to its closing quote (a native search): `state.at` may end past `to`, never inside a
+ * string's escape.
  */
 function depthScan(
   text: string,
@@ -69,16 +69,13 @@ function depthScan(
   let i = state.at
   while (i < to) {
     if (inString) {
-      const quote = text.indexOf('"', i)
-      if (quote === -1 || quote >= to) {
-        i = to
+      const quote = closingQuote(text, i)
+      if (quote === -1) {
+        i = text.length
         break
       }
       i = quote + 1
-      // Escaped when an odd run of backslashes stands before it (all inside the string).
-      let slashes = 0
-      while (text.charCodeAt(quote - 1 - slashes) === 92) slashes++
-      if (slashes % 2 === 0) inString = false
+      inString = false
       continue
     }
     const code = text.charCodeAt(i++)

@@ -56,17 +56,20 @@ export async function arraySpan(
 
 /**
  * The index of the quote that closes a string whose content starts at `from`, or -1 when the
- * text ends first. The content (most of a request: tool output) is skipped with a native
- * search for the next quote, not byte by byte: three to five times faster. A quote is escaped
- * when an odd run of backslashes stands before it.
+ * text ends first; in the decoded text or in its UTF-8 bytes (a quote and a backslash are one
+ * unit in both). The content (most of a request: tool output) is skipped with a native search
+ * for the next quote, not unit by unit: three to five times faster. A quote is escaped when an
+ * odd run of backslashes stands before it (the run cannot reach past the opening quote).
  */
-export function closingQuote(bytes: Buffer, from: number): number {
-  let quote = bytes.indexOf(34, from)
+export function closingQuote(source: string | Buffer, from: number): number {
+  const text = typeof source === 'string'
+  let quote = text ? source.indexOf('"', from) : source.indexOf(34, from)
   while (quote !== -1) {
     let slashes = 0
-    while (quote - 1 - slashes >= from && bytes[quote - 1 - slashes] === 92) slashes++
+    while ((text ? source.charCodeAt(quote - 1 - slashes) : source[quote - 1 - slashes]) === 92)
+      slashes++
     if (slashes % 2 === 0) return quote
-    quote = bytes.indexOf(34, quote + 1)
+    quote = text ? source.indexOf('"', quote + 1) : source.indexOf(34, quote + 1)
   }
   return -1
 }
