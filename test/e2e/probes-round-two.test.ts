@@ -589,10 +589,15 @@ describe('one-request-freezes-everyone: a huge request leaves the event loop to 
           // Before: 2.6–10 s (2.5–4 s for 27 MB); now about 0.1 s (0.4 s). A bound well above
           // that, so a busy machine does not fail it, and far below a freeze.
           assert.ok(block < 1, `the event loop was held ${block.toFixed(3)} s`)
+          // The other session is answered while the huge request is handled, and no answer
+          // waits long. (How many fit depends on how long the huge one takes: the 27 MB result
+          // went from about 1.8 s to 0.7 s when the JSON scans learned to skip strings.)
           assert.ok(
-            others.length >= 5,
+            others.length >= 2,
             `only ${others.length} other requests were answered meanwhile`,
           )
+          const slowest = Math.max(...others)
+          assert.ok(slowest < 1_500, `another request waited ${slowest.toFixed(0)} ms`)
         } finally {
           await stopCli(proxy)
           await upstream.close()
