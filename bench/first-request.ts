@@ -1,0 +1,79 @@
+/**
+ * What a session's first request on a process costs, beside a request on the fast path, in one
+ * run (the ratios are what to read):
+ *
+ *   node --import tsx bench/first-request.ts [--sessions N] [--size 10kb|1mb|8mb]
+ *
+ * - new: a session the proxy has never seen (every result in its history is new to it);
+ * - restart: the next request of a known session after the proxy restarted (the same SQLite
+ *   file, nothing in memory): its whole history is parsed, and known results read back;
+ * - fast: the request after that, which goes on from the previous one.
+ *
+ * Everything runs in this process (the proxy, a fake upstream, the client), as the tests do.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { createStore } from '../src/store/index.js'
+import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
+import { startProxy } from '../test/helpers/proxy.js'
+import { SIZES, sessionFor } from './workload.js'
+
+const { values } = parseArgs({
+  options: {
+    sessions: { type: 'string', default: '12' },
+    size: { type: 'string', default: '1mb' },
+  },
+})
+const size = SIZES[values.size]
+if (!size) throw new Error(`--size: one of ${Object.keys(SIZES).join(', ')}`)
+const sessions = Number(values.sessions)
+
+const dir = mkdtempSync(join(tmpdir(), 'lembas-first-'))
+const upstream = await startFakeUpstream()
+
+async function post(url: string, body: Buffer, session: string): Promise<number> {
+  const started = performance.now()
+  const response = await fetch(url + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-session-id': session },
+    body,
+  })
+  await response.text()
+  if (response.status !== 200) throw new Error(`status ${response.status}`)
+  return performance.now() - started
+}
+
+const times = { new: [] as number[], restart: [] as number[], fast: [] as number[] }
+try {
+  for (let s = 0; s < sessions; s++) {
+    const session = sessionFor(size, 1000 + s, false)
+    const store = await createStore(`sqlite:${join(dir, 'store.db')}`, { idleTtlMs: 86_400_000 })
+    const name = `first-request-${s}`
+    let proxy = await startProxy({ upstreamUrl: upstream.url, store })
+    times.new.push(await post(proxy.url, session.base(), name))
+    await post(proxy.url, session.next(), name)
+    await proxy.close()
+    proxy = await startProxy({ upstreamUrl: upstream.url, store })
+    times.restart.push(await post(proxy.url, session.next(), name))
+    times.fast.push(await post(proxy.url, session.next(), name))
+    await proxy.close()
+    await store.close()
+  }
+} finally {
+  await upstream.close()
+  rmSync(dir, { recursive: true, force: true })
+}
+
+// The first two sessions warm the code up.
+const median = (xs: number[]) =>
+  [...xs.slice(2)].sort((a, b) => a - b)[Math.floor((xs.length - 2) / 2)]!
+const fast = median(times.fast)
+const line = (name: keyof typeof times) =>
+  `${name.padEnd(8)} ${median(times[name]).toFixed(1).padStart(7)} ms  ${(median(times[name]) / fast).toFixed(1)}x the fast path`
+process.stdout.write(
+  `${size.name}, ${sessions} sessions, p50 of the whole request:\n` +
+    ['new', 'restart', 'fast'].map((n) => line(n as keyof typeof times)).join('\n') +
+    '\n',
+)
