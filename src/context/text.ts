@@ -28,21 +28,16 @@ export function countLines(text: string): number {
   return splitLines(text).lines.length
 }
 
-/** Characters are Unicode code points: a multi-byte character counts once. */
+/**
+ * Characters are Unicode code points: a multi-byte character counts once. The pairs are found
+ * by a regular expression, natively (a text without any, most tool output, is not walked in
+ * JavaScript unit by unit: a 27 MB output took 0.3 s that way).
+ */
 export function countChars(text: string): number {
-  let surrogatePairs = 0
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1)
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        surrogatePairs++
-        i++
-      }
-    }
-  }
-  return text.length - surrogatePairs
+  return text.length - (text.match(SURROGATE_PAIR)?.length ?? 0)
 }
+
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g
 
 /** The first `count` code points of a text. */
 export function sliceChars(text: string, count: number): string {

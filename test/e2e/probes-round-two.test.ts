@@ -519,11 +519,14 @@ describe('one-request-freezes-everyone: a huge request leaves the event loop to 
     const text = await (await fetch(url + '/metrics')).text()
     return Number(/^lembas_event_loop_block_max_seconds (\S+)$/m.exec(text)?.[1])
   }
+  // How many of the other session's requests fit depends on how long the huge one takes: the
+  // 27 MB result's request went from about 1.8 s to 0.5 s when the JSON scans and the character
+  // count stopped walking its text in JavaScript; its longest hold went from 0.53 to 0.31 s.
   const cases = [
-    { name: '65,000 new results', count: 65_000, lines: 0 },
-    { name: 'one result of 600,000 lines (27 MB)', count: 1, lines: 600_000 },
+    { name: '65,000 new results', count: 65_000, lines: 0, others: 5 },
+    { name: 'one result of 600,000 lines (27 MB)', count: 1, lines: 600_000, others: 1 },
   ]
-  for (const { name, count, lines } of cases) {
+  for (const { name, count, lines, others: fewest } of cases) {
     test(
       `${name}: /healthz and another session are answered meanwhile`,
       { timeout: 120_000 },
@@ -590,10 +593,9 @@ describe('one-request-freezes-everyone: a huge request leaves the event loop to 
           // that, so a busy machine does not fail it, and far below a freeze.
           assert.ok(block < 1, `the event loop was held ${block.toFixed(3)} s`)
           // The other session is answered while the huge request is handled, and no answer
-          // waits long. (How many fit depends on how long the huge one takes: the 27 MB result
-          // went from about 1.8 s to 0.7 s when the JSON scans learned to skip strings.)
+          // waits long.
           assert.ok(
-            others.length >= 2,
+            others.length >= fewest,
             `only ${others.length} other requests were answered meanwhile`,
           )
           const slowest = Math.max(...others)

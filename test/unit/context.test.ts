@@ -37,6 +37,15 @@ describe('text', () => {
   })
   test('characters are code points', () => {
     assert.equal(countChars('é漢😀'), 3)
+    // Lone surrogates (a cut emoji) count one each, as the string iterator counts them.
+    const unit = fc.constantFrom('a', 'é', '😀', '\uD800', '\uDC00', '\uDBFF\uDFFF', '\n')
+    fc.assert(
+      fc.property(
+        fc.string({ unit, maxLength: 60 }),
+        (text) => countChars(text) === [...text].length,
+      ),
+      { numRuns: 2000 },
+    )
   })
 })
 
