@@ -6,6 +6,7 @@ import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../er
 import type { Logger } from '../log.js'
 import { admitBody } from '../pipeline/admission.js'
 import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'
+import { turnBegins } from '../pace/index.js'
 import { isAbortError } from '../upstream/index.js'
 import { AUTH_HEADER, sharedSecret } from './auth.js'
 import { dashboardHtml } from './dashboard.js'
@@ -67,6 +68,7 @@ export function createApp(deps: AppDeps): Hono {
       const { parsed, prefixes } = await admitBody(door, c.req.raw.headers, deps)
       try {
         const rawBody = await readBody(c, deps.options.maxBodyBytes, prefixes)
+        turnBegins()
         const reply = await handle(
           door,
           {
