@@ -39,7 +39,7 @@ function withoutExcerpt(message: string): string {
 
 /** Bracket depth outside strings; one pass over the text, no parse. */
 export function nestingDepth(text: string): number {
-  const state = { at: 0, depth: 0, max: 0, inString: false }
+  const state = { at: 0, depth: 0, max: 0 }
   depthScan(text, text.length, state)
   return state.max
 }
@@ -47,7 +47,7 @@ export function nestingDepth(text: string): number {
 /** nestingDepth in steps (of a megabyte), with the event loop free between them. */
 export async function nestingDepthPaced(text: string, step = WHOLE_PARSE_BYTES): Promise<number> {
   const pace = pacer()
-  const state = { at: 0, depth: 0, max: 0, inString: false }
+  const state = { at: 0, depth: 0, max: 0 }
   while (state.at < text.length) {
     await pace()
     depthScan(text, Math.min(text.length, state.at + step), state)
@@ -57,33 +57,21 @@ export async function nestingDepthPaced(text: string, step = WHOLE_PARSE_BYTES):
 
 /**
  * Scans from `state.at` to about `to`, counting brackets outside strings. A string is skipped
- * whole to its closing quote (a native search): `state.at` may end past `to`, never inside a
- * string's escape.
+ * whole to its closing quote (a native search), so `state.at` may end past `to`, never inside
+ * a string; an unclosed one ends the scan.
  */
-function depthScan(
-  text: string,
-  to: number,
-  state: { at: number; depth: number; max: number; inString: boolean },
-): void {
-  let { depth, max, inString } = state
+function depthScan(text: string, to: number, state: { at: number; depth: number; max: number }) {
+  let { depth, max } = state
   let i = state.at
   while (i < to) {
-    if (inString) {
-      const quote = closingQuote(text, i)
-      if (quote === -1) {
-        i = text.length
-        break
-      }
-      i = quote + 1
-      inString = false
-      continue
-    }
     const code = text.charCodeAt(i++)
-    if (code === 34) inString = true
-    else if (code === 123 || code === 91) max = Math.max(max, ++depth)
+    if (code === 34) {
+      const quote = closingQuote(text, i)
+      i = quote === -1 ? text.length : quote + 1
+    } else if (code === 123 || code === 91) max = Math.max(max, ++depth)
     else if (code === 125 || code === 93) depth--
   }
-  Object.assign(state, { at: i, depth, max, inString })
+  Object.assign(state, { at: i, depth, max })
 }
 
 /** parseJson of a text too big to check in one go: the depth is counted in steps first. */

@@ -4,6 +4,7 @@ import type { Live } from './elide.js'
 import type { KeptItems } from './kept.js'
 import type { HistoryState } from './rebuild.js'
 import { Lru } from '../lru.js'
+import { skipSpace } from '../wire/json-scan.js'
 
 /**
  * What this process remembers of a session's last request, to handle the next one in time
@@ -166,11 +167,4 @@ function size(states: readonly SpliceState[]): number {
       state.digests.client.length * 2 * 48,
     0,
   )
-}
-
-function skipSpace(body: Buffer, from: number): number {
-  let i = from
-  while (i < body.length && (body[i] === 32 || body[i] === 10 || body[i] === 13 || body[i] === 9))
-    i++
-  return i
 }

@@ -21,11 +21,10 @@ export interface MessagesSpan {
 const STEP = 1 << 19
 
 export async function arraySpan(
-  text: Uint8Array,
+  bytes: Buffer,
   key: string,
   keep = 1,
 ): Promise<MessagesSpan | undefined> {
-  const bytes = asBuffer(text)
   const name = Buffer.from(key)
   const pace = pacer()
   let depth = 0
@@ -74,17 +73,13 @@ export function closingQuote(source: string | Buffer, from: number): number {
   return -1
 }
 
-function asBuffer(text: Uint8Array): Buffer {
-  return Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength)
-}
-
 /**
  * From just inside an array (after `[` or after an element), the index of its closing `]` and
  * the index just after its last element. Paced: a body of many megabytes (or one huge string in
  * it) is scanned in steps, with the event loop free between them.
  */
 export async function arrayTail(
-  text: Uint8Array,
+  bytes: Buffer,
   from: number,
   keep = 1,
 ): Promise<{ arrayEnd: number; lastEnd: number; ends: number[] } | undefined> {
@@ -99,7 +94,6 @@ export async function arrayTail(
     ends.push(lastEnd)
     if (ends.length > keep) ends.shift()
   }
-  const bytes = asBuffer(text)
   for (let i = from; i < bytes.length; i++) {
     if (i >= check) {
       await pace()
