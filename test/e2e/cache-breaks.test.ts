@@ -12,7 +12,7 @@ import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { DOORS, type Door, type DoorCall, type DoorClient } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { loop, startProxy } from '../helpers/proxy.js'
+import { loop, requestLines, startProxy } from '../helpers/proxy.js'
 
 const DAY = 86_400_000
 const PRUNED = '[Old tool result content cleared]'
@@ -99,7 +99,7 @@ for (const door of DOORS) {
       // The previous request carried three results from there on (and their calls, as JSON).
       const results = (3 * output(0).length) / 4
       assert.ok(pruned.tokens > results && pruned.tokens < results * 1.3, `${pruned.tokens}`)
-      const logged = lines.map((line) => JSON.parse(line)).filter((l) => l.event === 'request')
+      const logged = requestLines(lines)
       assert.deepEqual(logged.at(-1).cacheBreak, {
         item: pruned.item,
         role: pruned.role,

@@ -11,7 +11,7 @@ import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { DOORS, type DoorCall } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { loop, promptBlock, startProxy } from '../helpers/proxy.js'
+import { loop, promptBlock, requestLines, startProxy } from '../helpers/proxy.js'
 import { recallSetup } from '../../src/pipeline/recall.js'
 
 const FILE = Array.from({ length: 300 }, (_, i) => `line ${i + 1} of the file`).join('\n') + '\n'
@@ -59,7 +59,7 @@ test('/stats counts the input each request did not carry, and its price', async 
 
   // Independently: per request, the client's tool texts less the upstream's, less the overhead.
   const overhead = promptBlock.length + JSON.stringify(recallSetup(loop.proxy.recall).tool).length
-  const logged = lines.map((l) => JSON.parse(l)).filter((l) => l.event === 'request')
+  const logged = requestLines(lines)
   let tokens = 0
   let money = 0
   upstream.requests.forEach((request, k) => {

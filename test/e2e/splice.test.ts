@@ -13,7 +13,7 @@ import { createWorkspace } from '../../src/workspace/index.js'
 import { TestAgent } from '../helpers/agent.js'
 import { chatChunks, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { scriptedModel } from '../helpers/model.js'
-import { chatWithResults, postChat, startProxy } from '../helpers/proxy.js'
+import { chatWithResults, postChat, requestLines, startProxy } from '../helpers/proxy.js'
 import { SpliceCache } from '../../src/pipeline/splice.js'
 import { makeProject } from '../helpers/workspace.js'
 
@@ -63,10 +63,7 @@ async function run(spliceChars: number | undefined, stream: boolean) {
       headers: { 'x-session-id': 'splice' },
     })
     await agent.ask('work')
-    const spliced = lines
-      .map((line) => JSON.parse(line))
-      .filter((e) => e.event === 'request')
-      .map((e) => e.spliced)
+    const spliced = requestLines(lines).map((e) => e.spliced)
     return {
       bodies: upstream.requests.map((r) => r.body.replaceAll(project, '<project>')),
       spliced,

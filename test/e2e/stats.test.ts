@@ -20,7 +20,7 @@ import {
   type FakeUpstream,
 } from '../helpers/fake-upstream.js'
 import { scriptedModel } from '../helpers/model.js'
-import { postChat, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { postChat, requestLines, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const run = promisify(execFile)
@@ -199,7 +199,7 @@ describe('stats and metrics', () => {
   })
 
   test('one info line per request with the fields, and no key', () => {
-    const requests = lines.map((line) => JSON.parse(line)).filter((l) => l.event === 'request')
+    const requests = requestLines(lines)
     assert.equal(requests.length, 7)
     for (const line of requests) {
       for (const field of [
@@ -418,7 +418,7 @@ test('a request without tools (forwarded as sent) is logged with its items, on e
       assert.equal(response.status, 502, path)
       await response.arrayBuffer()
     }
-    const logged = lines.map((line) => JSON.parse(line)).filter((l) => l.event === 'request')
+    const logged = requestLines(lines)
     assert.deepEqual(
       logged.map((l) => [l.door, l.messages]),
       bodies.map(([door, , , count]) => [door, count]),

@@ -150,6 +150,11 @@ export function chatWithResults(results: readonly { id: string; output: string }
   }
 }
 
+/** The proxy's `request` log lines (one a request, at its end), parsed. */
+export function requestLines(logLines: readonly string[]): any[] {
+  return logLines.map((line) => JSON.parse(line)).filter((l) => l.event === 'request')
+}
+
 /**
  * From the proxy's log lines: the requests after the first that carried a new result which did
  * not go on from the previous request (the full path: their whole history parsed again). A real
@@ -159,8 +164,6 @@ export function fullPathRequests(logLines: readonly string[]): {
   requests: number
   full: object[]
 } {
-  const logged = logLines
-    .map((line) => JSON.parse(line) as { event?: string; newResults?: number; spliced?: number })
-    .filter((l) => l.event === 'request' && (l.newResults ?? 0) > 0)
+  const logged = requestLines(logLines).filter((l) => (l.newResults ?? 0) > 0)
   return { requests: logged.length, full: logged.slice(1).filter((l) => l.spliced !== 1) }
 }
