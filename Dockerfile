@@ -1,6 +1,6 @@
 # Build: compile TypeScript (and the native SQLite module) with the dev tools.
 # `npm ci` runs the `prepare` script (tsc), so this stage needs the dev dependencies and src/.
-FROM node:20-slim AS build
+FROM node:26-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
@@ -9,7 +9,7 @@ COPY src ./src
 RUN npm ci --no-audit --no-fund
 
 # Runtime: production dependencies only, as the unprivileged node user.
-FROM node:20-slim
+FROM node:26-slim
 WORKDIR /app
 ENV NODE_ENV=production \
     LEMBAS_HOST=0.0.0.0 \

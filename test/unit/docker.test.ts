@@ -129,10 +129,18 @@ describe('Dockerfile', () => {
     assert.deepEqual(lintDockerfile(text), [])
   })
 
-  test('is multi-stage on node:20-slim and takes the compiled better-sqlite3 from the build', () => {
+  test('is multi-stage on the Active LTS line the suite runs on, and takes the compiled better-sqlite3 from the build', () => {
+    // .ci/node-versions lists the Active LTS line first; the image runs it in both stages (the
+    // native module built in the first must match the second's ABI).
+    const firstVersion = read('.ci/node-versions')
+      .split('\n')
+      .find((line) => /^\d/.test(line))
+    const major = firstVersion?.split('.')[0]
+    assert.ok(major, '.ci/node-versions names a version')
     const byStage = stages(instructions(text))
     assert.ok(byStage.length >= 2)
-    for (const [from] of byStage) assert.match(from!.args, /^node:20-slim\b/)
+    for (const [from] of byStage)
+      assert.match(from!.args, new RegExp(`^node:${major}-slim\\b`), `FROM ${from!.args}`)
     const build = byStage[0]!
     const buildCi = build.find((i) => i.keyword === 'RUN' && /\bnpm ci\b/.test(i.args))
     assert.ok(buildCi, 'the build stage runs npm ci (and with it prepare: tsc)')
