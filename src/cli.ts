@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
+import type { Server } from 'node:http'
 import { serve } from '@hono/node-server'
 import { loadLoop, packageRoot } from './config/loop.js'
 import { helpText, parseCommandLine, type Config } from './config/flags.js'
@@ -8,6 +9,7 @@ import { elideSettings, pipelineSettings } from './config/pipeline.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { guardConnections } from './http/guard.js'
+import { collectWhenIdle } from './http/idle-collect.js'
 import { createLogger } from './log.js'
 import { createRecorder } from './record/recorder.js'
 import { runPrimary } from './cluster/primary.js'
@@ -148,6 +150,8 @@ async function run(config: Config): Promise<void> {
     else process.stdout.write(startLines(config, host, info.port))
   })
   guardConnections(server, guard, log)
+  if (config.idleCollectMs > 0)
+    collectWhenIdle(server as Server, { idleMs: config.idleCollectMs }, log)
   // With a shared secret, only clients that know it can use the upstream through us.
   if (!isLoopback(config.host) && !config.auth) {
     log.warn('listening-beyond-loopback', {

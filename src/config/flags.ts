@@ -86,6 +86,11 @@ export const FLAGS = {
     default: '16',
     help: 'memory for bodies of requests no session here goes on from yet (new sessions, after a restart): more wait',
   },
+  'idle-collect-ms': {
+    env: 'LEMBAS_IDLE_COLLECT_MS',
+    default: '5000',
+    help: 'after 32 MB of request bodies, once none has been in flight this long, one full garbage collection gives the memory back (0: never)',
+  },
   'max-body-mb': {
     env: 'LEMBAS_MAX_BODY_MB',
     default: '64',
@@ -202,6 +207,7 @@ const ConfigSchema = z.object({
     .number()
     .positive()
     .transform((mb) => Math.round(mb * 1024 * 1024)),
+  idleCollectMs: z.coerce.number().int().min(0),
   maxBodyBytes: z.coerce
     .number()
     .positive()
@@ -296,6 +302,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     storeCacheBytes: pick('store-cache-mb'),
     spliceCacheBytes: pick('splice-cache-mb'),
     coldBodiesBytes: pick('cold-bodies-mb'),
+    idleCollectMs: pick('idle-collect-ms'),
     maxBodyBytes: pick('max-body-mb'),
     idleTtlMs: pick('idle-ttl-days'),
     logLevel: pick('log-level'),
@@ -324,6 +331,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       storeCacheBytes: 'store-cache-mb',
       spliceCacheBytes: 'splice-cache-mb',
       coldBodiesBytes: 'cold-bodies-mb',
+      idleCollectMs: 'idle-collect-ms',
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',
       logLevel: 'log-level',

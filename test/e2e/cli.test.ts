@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { TestAgent } from '../helpers/agent.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
@@ -55,6 +56,50 @@ describe('the lembas-proxy command', () => {
   test('a bad flag stops it with a message naming the flag', async () => {
     await assert.rejects(startCli(['--port', 'nope']), /--port/)
     await assert.rejects(startCli(['--store', 'postgres://x']), /store .* is not understood/)
+  })
+
+  test('after a burst of bodies and an idle pause it collects its garbage once, and never with --idle-collect-ms 0', async () => {
+    const body = (i: number) =>
+      JSON.stringify({
+        model: 'm',
+        messages: [{ role: 'user', content: `${i} ` + 'x'.repeat(1 << 20) }],
+      })
+    const burst = async (url: string) => {
+      // 33 MB of bodies: past the 32 MB that make a burst.
+      for (let i = 0; i < 33; i++) {
+        const response = await fetch(url + '/v1/chat/completions', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: body(i),
+        })
+        assert.equal(response.status, 200)
+        await response.text()
+      }
+      upstream.requests.length = 0
+    }
+    const flags = ['--port', '0', '--upstream', upstream.url, '--store', 'memory:']
+    const env = { LEMBAS_LOG_LEVEL: 'info' }
+    const on = await startCli([...flags, '--idle-collect-ms', '200'], env)
+    const off = await startCli([...flags, '--idle-collect-ms', '0'], env)
+    try {
+      await burst(on.url)
+      await burst(off.url)
+      const collected = () =>
+        on
+          .stderr()
+          .split('\n')
+          .filter((line) => line.includes('"memory-collected"'))
+      for (let waited = 0; collected().length === 0 && waited < 5000; waited += 100)
+        await sleep(100)
+      await sleep(500)
+      assert.equal(collected().length, 1, on.stderr())
+      const line = JSON.parse(collected()[0]!) as Record<string, number>
+      assert.ok(line.heapAfterMb! <= line.heapBeforeMb!, collected()[0])
+      assert.doesNotMatch(off.stderr(), /memory-collected|idle-collect/)
+    } finally {
+      await stopCli(on)
+      await stopCli(off)
+    }
   })
 
   test('two processes on one Redis, one killed and restarted mid-session: same bytes, ids go on', async () => {
