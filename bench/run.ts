@@ -84,7 +84,8 @@ const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run ben
   --rss-kb N           history size of each of those sessions, in KB (default 1024)
   --rss-steps N        steps each of those sessions takes after its first request (default 5)
   --rss-settle S       after that load, the lowest RSS over the next S seconds (default 20; 0: none):
-                       V8 shrinks its heap some seconds after the allocations stop
+                       the heap shrinks some seconds after the allocations stop (V8's memory
+                       reducer on Node 20, lembas' --idle-collect-ms on every Node)
   --seed N             workload seed (default 20261202)
   --no-pin             do not pin servers to cores with taskset
   --lembas-dist        run lembas from dist/src/cli.js (npm run build first) instead of tsx

@@ -37,7 +37,7 @@ export interface IdleCollectOptions {
 
 /**
  * Gives a burst's memory back once it is over. Every request brings its body and leaves garbage
- * several times its size; on Node 22 and later V8 does not collect it while the process is idle
+ * several times its size; on Node 24 and 26 V8 does not collect it while the process is idle
  * (its memory reducer keeps seeing the burst's allocation rate), so a proxy that served 64
  * sessions at once kept their peak, 500 MB, for as long as nothing came. Once BURST_BYTES of
  * bodies came in since the last collection and no request with a body has been in flight for
