@@ -21,8 +21,9 @@ export interface ElideSettings {
 /** A tool result the model still sees in full, and where its item begins upstream (bytes). */
 export interface Live {
   readonly key: string
-  /** The rendering's length in UTF-16 units. */
+  /** The rendering's length in UTF-16 units, and its stand-in's. */
   readonly chars: number
+  readonly standInChars: number
   /** The client item that carries it, and the upstream bytes before that item. */
   readonly item: number
   readonly offset: number
@@ -30,8 +31,8 @@ export interface Live {
 
 /** Characters per token for the decision: an estimate, the same on every replica. */
 const CHARS_PER_TOKEN = 4
-/** A rendering shorter than this many stand-ins stays: eliding it would save next to nothing. */
-const MIN_STAND_INS = 3
+/** A rendering shorter than this many of its stand-ins stays: eliding it would save too little. */
+const MIN_STAND_INS = 2
 
 /**
  * The tool results of `view` not elided, with their items' upstream offsets (`offsets[i]`:
@@ -44,12 +45,14 @@ export function liveResults(
   elision: Elision,
   base: number,
   offsets: readonly number[],
+  settings: ElideSettings,
 ): Live[] {
   return toolKeys.flatMap((key, i) => {
     if (key === undefined || elision.texts.has(key)) return []
     const item = view.origins[i]!
-    const chars = contentText(rendered[i]!.content).length
-    return [{ key, chars, item: base + item, offset: offsets[item]! }]
+    const text = contentText(rendered[i]!.content)
+    const standInChars = standIn(text, settings).length
+    return [{ key, chars: text.length, standInChars, item: base + item, offset: offsets[item]! }]
   })
 }
 
@@ -69,16 +72,15 @@ export function dueBatch(
   settings: ElideSettings,
   results = Infinity,
 ): Live[] | undefined {
-  // A stand-in is its template with a bracket (up to ~60 characters for a read) in it.
-  const standInChars = settings.standIn.length + 40
   const old = live
     .slice(0, Math.max(0, live.length - settings.keepResults))
-    .filter((result) => result.chars >= MIN_STAND_INS * standInChars)
+    .filter((result) => result.chars >= MIN_STAND_INS * result.standInChars)
   const first = old[0]
   if (!first) return undefined
   const oldChars = old.reduce((sum, result) => sum + result.chars, 0)
   if (oldChars / CHARS_PER_TOKEN < settings.thresholdTokens) return undefined
-  const saved = (oldChars - old.length * standInChars) / CHARS_PER_TOKEN
+  const standIns = old.reduce((sum, result) => sum + result.standInChars, 0)
+  const saved = (oldChars - standIns) / CHARS_PER_TOKEN
   const after = (totalBytes - first.offset) / CHARS_PER_TOKEN - saved
   const horizon = Math.min(settings.horizon, results)
   const gain = saved * (1 - settings.cachedDiscount) * horizon

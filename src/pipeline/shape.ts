@@ -124,6 +124,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
             rebuilt.state.elision,
             base,
             upstream.offsets(known),
+            elide,
           ),
         ]
   let live = liveNow()

@@ -178,8 +178,8 @@ describe('--elide on every door', () => {
 })
 
 describe('when a batch pays', () => {
-  const live = (chars: number[]) =>
-    chars.map((n, i) => ({ key: `k${i}`, chars: n, item: i * 2, offset: i * 1000 }))
+  const live = (chars: number[], standInChars = 40) =>
+    chars.map((n, i) => ({ key: `k${i}`, chars: n, standInChars, item: i * 2, offset: i * 1000 }))
 
   test('old results past the threshold, worth more over the horizon than the break costs', () => {
     const results = live([20_000, 20_000, 20_000, 500, 500])
@@ -201,7 +201,19 @@ describe('when a batch pays', () => {
   })
 
   test('short renderings stay; the stand-in keeps the bracket and names recall', () => {
+    const low = { ...ELIDE, thresholdTokens: 1, keepResults: 0 }
+    // Below the threshold, nothing is weighed.
     assert.equal(dueBatch(live([300, 300, 300, 300, 300, 300]), 3000, ELIDE), undefined)
+    // A rendering shorter than two of its own stand-ins stays; one of two does not.
+    assert.deepEqual(
+      dueBatch(live([79, 80, 400], 40), 600, low)?.map((r) => r.key),
+      ['k1', 'k2'],
+    )
+    assert.equal(dueBatch(live([79, 79], 40), 200, low), undefined)
+    // What a batch saves is each rendering less its own stand-in.
+    const tight = { ...low, horizon: 10 }
+    assert.ok(dueBatch(live([1000], 100), 1600, tight))
+    assert.equal(dueBatch(live([1000], 480), 1600, tight), undefined)
     assert.equal(
       standIn('[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab]\n1\tconst a = 1', ELIDE),
       '[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab] Elided: recall #000c shows it.',
