@@ -9,14 +9,15 @@ import { formatReport, reportJson } from './report.js'
 
 export const REPLAY_HELP = `Usage: lembas-proxy replay [flags] FILE...
 
-Replays recorded chat requests through the proxy in this process (memory stores, a loopback
-upstream that answers "ok"; nothing leaves the machine) and prints, per session and in total,
+Replays recorded agent requests through the proxy in this process (memory stores, a loopback
+upstream that answers "ok" in each API's shape; nothing leaves the machine) and prints, per session and in total,
 the input tokens four ways: client (no proxy), proxy (as it runs by default), elided (the proxy
 with --elide) and masked (a history-masking baseline); how much of each request repeats the
 previous one (what a prompt cache serves), the requests that do not (breaks), and the price.
 
-FILE is a --record file (one {at, session, received, sent} per line; sessions as recorded) or
-one chat request body per line (the whole file is one session); FILE.xz is read through xz -dc.
+FILE is a --record file (one {at, door, session, received, sent} per line; sessions as recorded)
+or one request body per line (the whole file is one session): Chat Completions, Messages (Claude
+Code) or Responses (Codex), told apart by their shape; FILE.xz is read through xz -dc.
 
   --json                  machine-readable output
   --price-per-mtok N      dollars per million uncached input tokens (default ${DEFAULT_OPTIONS.pricePerMTok.toFixed(2)})

@@ -1,7 +1,8 @@
 /**
- * Replay input: JSONL files, either `--record` lines (`{at, session, received, sent}`: the
- * client's body is `received`, the session the recorded one) or plain chat request bodies, one
- * per line (a file is one session), as test/fixtures/agents/<agent>/session.jsonl holds them.
+ * Replay input: JSONL files, either `--record` lines (`{at, door, session, received, sent}`:
+ * the client's body is `received`, the session the recorded one) or plain request bodies, one
+ * per line (a file is one session), as test/fixtures/agents/<agent>/session.jsonl holds them:
+ * Chat Completions, Messages (Claude Code) or Responses (Codex), told apart by their shape.
  * A file whose name ends in `.xz` is read through `xz -dc`.
  */
 import { spawn } from 'node:child_process'
@@ -21,7 +22,13 @@ export interface ReplayEntry {
   readonly name: string
   /** The client's body as text, as the client sent it when the line is a plain body. */
   readonly body: string
+  /** The front door it came through. */
+  readonly door: DoorName
 }
+
+export type DoorName = 'chat' | 'messages' | 'responses'
+
+const DOOR_NAMES: readonly string[] = ['chat', 'messages', 'responses']
 
 export interface SkippedLine {
   readonly file: string
@@ -125,9 +132,9 @@ export async function* readEntries(
         skipped({ file: source.name, line: number, reason: (error as Error).message })
         continue
       }
-      if (isRecord(json) && isRecord(json.received) && (json.door ?? 'chat') !== 'chat') {
-        // Replay measures chat sessions; the other doors' records are for reading.
-        skipped({ file: source.name, line: number, reason: `a ${String(json.door)} record` })
+      const door = isRecord(json) && isRecord(json.received) ? (json.door ?? 'chat') : undefined
+      if (door !== undefined && (typeof door !== 'string' || !DOOR_NAMES.includes(door))) {
+        skipped({ file: source.name, line: number, reason: `a record of door ${String(door)}` })
       } else if (isRecord(json) && isRecord(json.received)) {
         const session = typeof json.session === 'string' ? json.session : undefined
         yield {
@@ -136,20 +143,42 @@ export async function* readEntries(
           session: session === undefined ? 'file:' + source.name : 'session:' + session,
           name: session === undefined ? source.name : `${source.name} ${shortSession(session)}`,
           body: JSON.stringify(json.received),
+          door: door as DoorName,
         }
-      } else if (isRecord(json) && Array.isArray(json.messages)) {
+      } else if (isRecord(json) && (Array.isArray(json.messages) || Array.isArray(json.input))) {
         yield {
           file: source.name,
           line: number,
           session: 'file:' + source.name,
           name: source.name,
           body: text,
+          door: doorOfBody(json),
         }
       } else {
-        skipped({ file: source.name, line: number, reason: 'neither a chat request nor a record' })
+        skipped({ file: source.name, line: number, reason: 'neither a request nor a record' })
       }
     }
   }
+}
+
+/**
+ * The door a plain body belongs to, by its shape: Responses send `input`; a Messages request has
+ * a top-level `system`, tools with an `input_schema`, or `tool_use`/`tool_result` blocks.
+ */
+export function doorOfBody(body: Record<string, unknown>): DoorName {
+  if (Array.isArray(body.input) && !Array.isArray(body.messages)) return 'responses'
+  if (body.system !== undefined) return 'messages'
+  const tools = Array.isArray(body.tools) ? body.tools : []
+  if (tools.some((tool) => isRecord(tool) && tool.input_schema !== undefined)) return 'messages'
+  const messages = Array.isArray(body.messages) ? body.messages : []
+  const anthropicBlock = (block: unknown) =>
+    isRecord(block) && (block.type === 'tool_use' || block.type === 'tool_result')
+  return messages.some(
+    (message) =>
+      isRecord(message) && Array.isArray(message.content) && message.content.some(anthropicBlock),
+  )
+    ? 'messages'
+    : 'chat'
 }
 
 /** The end of a store scope (`tenant/e…`), enough to tell sessions apart in a table. */

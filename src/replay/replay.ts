@@ -7,9 +7,6 @@
  * request that repeats the start of the previous one is what a prompt cache can serve: it is
  * priced at the cached rate, the rest at the full rate plus the cache-write premium.
  */
-import { once } from 'node:events'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { loadLoop } from '../config/loop.js'
 import { FLAGS } from '../config/flags.js'
 import { elideSettings, pipelineSettings } from '../config/pipeline.js'
@@ -30,7 +27,9 @@ import {
   type Actions,
 } from './actions.js'
 import { maskOldToolResults, type MaskOptions } from './baseline.js'
-import { readEntries, type ReplaySource, type SkippedLine } from './input.js'
+import { startAnsweringUpstream } from './answering.js'
+import { readEntries, type DoorName, type ReplaySource, type SkippedLine } from './input.js'
+import { DOORS, type Door } from '../doors/index.js'
 import { commonPrefix, TokenCounter, type TokenSequence } from './tokens.js'
 
 export interface ReplayOptions {
@@ -202,9 +201,10 @@ export async function replay(
       }
       // The same request to the proxy as it runs by default, then to the one with --elide.
       const before = stats.snapshot().totals
-      const proxied = await send(proxyApp, state.header, entry.body)
-      const elided = await send(elidedApp, state.header, entry.body)
-      const client = JSON.parse(entry.body) as Record<string, unknown>
+      const door = doorNamed(entry.door)
+      const proxied = await send(proxyApp, door, state.header, entry.body)
+      const elided = await send(elidedApp, door, state.header, entry.body)
+      const client = measured(door, JSON.parse(entry.body) as Record<string, unknown>)
       const where = { file: entry.file, line: entry.line, tools: hasTools(client) }
       if ('error' in proxied || 'error' in elided) {
         const failed = 'error' in proxied ? proxied : (elided as Failure)
@@ -213,11 +213,13 @@ export async function replay(
         state.report.totals.failed++
         continue
       }
-      const clientMessages = Array.isArray(client.messages) ? client.messages : []
+      const clientMessages = client.messages
+      const proxyBody = measured(door, proxied.body)
+      const elidedBody = measured(door, elided.body)
       const sequences: Record<Side, TokenSequence> = {
         client: counter.sequence(client),
-        proxy: counter.sequence(proxied.body),
-        elided: counter.sequence(elided.body),
+        proxy: counter.sequence(proxyBody),
+        elided: counter.sequence(elidedBody),
         masked: counter.sequence({
           tools: client.tools,
           messages: maskOldToolResults(clientMessages, options.mask),
@@ -226,7 +228,7 @@ export async function replay(
       const sides = {} as Record<Side, RequestSide>
       for (const side of SIDES)
         sides[side] = measure(sequences[side], state.previous?.[side], options)
-      const sentMessages = messagesOf(proxied.body)
+      const sentMessages = proxyBody.messages
       const actions = {
         ...readActions(sentMessages, state.knownTools),
         ...savedOnResults(clientMessages, sentMessages, state.knownTools, (text) =>
@@ -237,7 +239,7 @@ export async function replay(
       }
       state.knownTools = toolCallIds(sentMessages)
       state.previous = sequences
-      const standIns = countStandIns(messagesOf(elided.body))
+      const standIns = countStandIns(elidedBody.messages)
       const elisions: Elisions = {
         batches: standIns > state.elided ? 1 : 0,
         results: standIns - state.elided,
@@ -257,9 +259,9 @@ export async function replay(
   return { options, sessions: reports, total, skipped }
 
   /** One client request through `app`: the body it sent upstream, or why it failed. */
-  async function send(app: App, header: string, body: string): Promise<Sent | Failure> {
+  async function send(app: App, door: Door, header: string, body: string): Promise<Sent | Failure> {
     const response = await app.fetch(
-      new Request('http://replay.invalid/v1/chat/completions', {
+      new Request(`http://replay.invalid/v1${door.path}`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
@@ -289,8 +291,34 @@ interface Failure {
   readonly error: string
 }
 
-function messagesOf(body: Record<string, unknown>): unknown[] {
-  return Array.isArray(body.messages) ? body.messages : []
+function doorNamed(name: DoorName): Door {
+  return DOORS.find((door) => door.name === name)!
+}
+
+/** What replay counts of a body: its tools, then its messages (a chat body's own). */
+interface Measured {
+  readonly tools: unknown
+  readonly messages: unknown[]
+}
+
+/**
+ * A body as replay measures it. A chat body is counted as it is; a Messages or Responses body
+ * through its door's own view, as chat messages: the system prompt (where the prompt block
+ * goes), then each message, tool call and result, with the tools as chat definitions (recall
+ * among them). Every side of a request is measured the same way, so they compare.
+ */
+function measured(door: Door, body: Record<string, unknown>): Measured {
+  if (door.name === 'chat')
+    return { tools: body.tools, messages: Array.isArray(body.messages) ? body.messages : [] }
+  const raw: unknown = body[door.arrayKey]
+  const items = Array.isArray(raw) ? raw.filter(isRecord) : []
+  const view = door.toView(items)
+  const system = door.systemText(body, view)
+  const tools = door.definitions(body)
+  return {
+    tools: tools.length > 0 ? tools : undefined,
+    messages: [...(system === '' ? [] : [{ role: 'system', content: system }]), ...view.messages],
+  }
 }
 
 function measure(
@@ -388,7 +416,7 @@ export function keptShare(side: SideTotals): number | null {
   return side.previousTokens === 0 ? null : side.cached / side.previousTokens
 }
 
-function hasTools(body: Record<string, unknown>): boolean {
+function hasTools(body: Measured): boolean {
   return Array.isArray(body.tools) && body.tools.length > 0
 }
 
@@ -401,66 +429,4 @@ function errorMessage(text: string): string | undefined {
     // not JSON
   }
   return undefined
-}
-
-/**
- * An OpenAI-compatible upstream on 127.0.0.1 that keeps each body it is sent and answers a small
- * fixed completion (as SSE when the request streams), so the proxy runs its real client path.
- */
-async function startAnsweringUpstream(): Promise<{
-  url: string
-  take(): string[]
-  close(): Promise<void>
-}> {
-  let bodies: string[] = []
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = []
-    request.on('data', (chunk: Buffer) => chunks.push(chunk))
-    request.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8')
-      bodies.push(body)
-      let stream = false
-      try {
-        stream = (JSON.parse(body) as { stream?: unknown }).stream === true
-      } catch {
-        // answered as JSON
-      }
-      const message = { role: 'assistant', content: 'ok' }
-      const usage = { prompt_tokens: 0, completion_tokens: 1, total_tokens: 1 }
-      if (stream) {
-        response.writeHead(200, { 'content-type': 'text/event-stream' })
-        const chunk = (delta: object, finish: string | null) =>
-          `data: ${JSON.stringify({ id: 'replay', object: 'chat.completion.chunk', created: 0, model: 'replay', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
-        response.end(chunk(message, null) + chunk({}, 'stop') + 'data: [DONE]\n\n')
-      } else {
-        response.writeHead(200, { 'content-type': 'application/json' })
-        response.end(
-          JSON.stringify({
-            id: 'replay',
-            object: 'chat.completion',
-            created: 0,
-            model: 'replay',
-            choices: [{ index: 0, message, finish_reason: 'stop' }],
-            usage,
-          }),
-        )
-      }
-    })
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    take() {
-      const taken = bodies
-      bodies = []
-      return taken
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
 }

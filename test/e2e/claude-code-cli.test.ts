@@ -10,6 +10,8 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
 import { createLogger } from '../../src/log.js'
+import { createRecorder } from '../../src/record/recorder.js'
+import { runReplay } from '../../src/replay/command.js'
 import { createStats, type StatsSnapshot } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
@@ -201,12 +203,15 @@ for (const { model, reminders } of MODELS) {
         })
         const stats = createStats()
         const lines: string[] = []
+        const log = createLogger('info', (line) => void lines.push(line))
+        const recorder = createRecorder(join(dirname(project.root), 'records'), { log })
         const proxy = await startProxy({
           upstreamUrl: fake.url,
           store,
           stats,
+          recorder,
           workspace: await createWorkspace([project.root]),
-          log: createLogger('info', (line) => void lines.push(line)),
+          log,
         })
         const tap = await startTap(proxy.url, (exchange) => {
           if (exchange.status !== 200)
@@ -299,6 +304,28 @@ for (const { model, reminders } of MODELS) {
           const paths = fullPathRequests(lines)
           assert.ok(paths.requests >= steps.length - 2, `${paths.requests} requests with results`)
           assert.deepEqual(paths.full, [], 'requests of the CLI that took the full path')
+
+          // The session as --record wrote it replays on the Messages door, blind (no workspace).
+          await recorder.close()
+          const report = JSON.parse(
+            await runReplay(['--json', '--mask-turn', 'step', recorder.path]),
+          )
+          assert.deepEqual(report.skipped, [])
+          assert.equal(report.sessions.length, 1)
+          const { totals } = report.sessions[0]
+          assert.equal(totals.requests, client.length)
+          assert.equal(totals.failed, 0)
+          // The plan's two re-reads, two repeated commands, one long output and one edit.
+          const { stubs, dedupes, caps, diffs, unrecognised, clientBreaks } = totals.actions
+          assert.deepEqual(
+            { stubs, dedupes, caps, diffs, unrecognised, clientBreaks },
+            { stubs: 2, dedupes: 2, caps: 1, diffs: 1, unrecognised: 0, clientBreaks: 0 },
+          )
+          const { client: sent, proxy: rebuilt, elided } = totals.sides
+          assert.equal(rebuilt.breaks, 0)
+          assert.equal(rebuilt.kept, 1)
+          assert.ok(rebuilt.tokens < sent.tokens, `${rebuilt.tokens} ≥ ${sent.tokens}`)
+          assert.ok(elided.breaks >= 1 && totals.elisions.results >= 1)
         } finally {
           await tap.close()
           await proxy.close()

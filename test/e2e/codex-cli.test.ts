@@ -7,6 +7,8 @@ import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import { createLogger } from '../../src/log.js'
+import { createRecorder } from '../../src/record/recorder.js'
+import { runReplay } from '../../src/replay/command.js'
 import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
@@ -169,12 +171,15 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
     })
     const stats = createStats()
     const lines: string[] = []
+    const log = createLogger('info', (line) => void lines.push(line))
+    const recorder = createRecorder(join(dirname(project.root), 'records'), { log })
     const proxy = await startProxy({
       upstreamUrl: upstream.url,
       store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
       workspace: await createWorkspace([project.root]),
       stats,
-      log: createLogger('info', (line) => void lines.push(line)),
+      recorder,
+      log,
     })
     try {
       const run = promisify(execFile)(binary, codexArgs(proxy.url, 'work through the session'), {
@@ -224,6 +229,26 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       const paths = fullPathRequests(lines)
       assert.ok(paths.requests >= commands.length - 1, `${paths.requests} requests with results`)
       assert.deepEqual(paths.full, [], 'requests of the CLI that took the full path')
+
+      // The session as --record wrote it replays on the Responses door, blind (no workspace).
+      await recorder.close()
+      const report = JSON.parse(await runReplay(['--json', '--mask-turn', 'step', recorder.path]))
+      assert.deepEqual(report.skipped, [])
+      assert.equal(report.sessions.length, 1)
+      const { totals } = report.sessions[0]
+      // The first request, then one per command (the recall round is the proxy's own).
+      assert.equal(totals.requests, commands.length + 1)
+      assert.equal(totals.failed, 0)
+      const { stubs, dedupes, caps, diffs, unrecognised, clientBreaks } = totals.actions
+      assert.deepEqual(
+        { stubs, dedupes, caps, diffs, unrecognised, clientBreaks },
+        { stubs: 2, dedupes: 1, caps: 1, diffs: 1, unrecognised: 0, clientBreaks: 0 },
+      )
+      const { client, proxy: rebuilt, elided } = totals.sides
+      assert.equal(rebuilt.breaks, 0)
+      assert.equal(rebuilt.kept, 1)
+      assert.ok(rebuilt.tokens < client.tokens, `${rebuilt.tokens} ≥ ${client.tokens}`)
+      assert.ok(elided.breaks >= 1 && totals.elisions.results >= 1)
     } finally {
       await proxy.close()
       await upstream.close()

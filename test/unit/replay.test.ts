@@ -15,7 +15,7 @@ import { packageRoot } from '../../src/config/loop.js'
 import { LembasError } from '../../src/errors.js'
 import { CLEARED, maskOldToolResults } from '../../src/replay/baseline.js'
 import { parseReplayArgs, runReplay } from '../../src/replay/command.js'
-import { fileSource } from '../../src/replay/input.js'
+import { doorOfBody, fileSource } from '../../src/replay/input.js'
 import {
   DEFAULT_OPTIONS,
   keptShare,
@@ -493,4 +493,119 @@ test('replay counts the requests where the client changed what it had sent (clie
   const report = await replay([{ name: 'pruning', lines }], DEFAULT_OPTIONS)
   assert.equal(report.total.actions.clientBreaks, 1, 'the one request that rewrote history')
   assert.match(formatReport(report), /client breaks/)
+})
+
+describe('replaying the Messages and Responses doors', () => {
+  /** Claude Code 2.1.332's last request (captured from the real CLI), cut at each user turn. */
+  function claudeSession(): string[] {
+    const file = packageRoot() + 'test/fixtures/agents/claude-code/session-2.1.332-glm-4.6.json'
+    const request = JSON.parse(readFileSync(file, 'utf8')).request
+    return request.messages.flatMap((message: { role: string }, i: number) =>
+      message.role === 'user'
+        ? [JSON.stringify({ ...request, messages: request.messages.slice(0, i + 1) })]
+        : [],
+    )
+  }
+
+  test('a plain body tells its door by its shape', () => {
+    const chat = { messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function' }] }
+    assert.equal(doorOfBody(chat), 'chat')
+    assert.equal(doorOfBody({ ...chat, system: 'You are Claude Code.' }), 'messages')
+    assert.equal(
+      doorOfBody({ messages: [], tools: [{ name: 'Read', input_schema: {} }] }),
+      'messages',
+    )
+    const result = {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }],
+    }
+    assert.equal(doorOfBody({ messages: [result] }), 'messages')
+    assert.equal(doorOfBody({ input: [{ role: 'user', content: 'hi' }], tools: [] }), 'responses')
+  })
+
+  test('a Claude Code session replays through /v1/messages, as plain bodies or as records', async () => {
+    const lines = claudeSession()
+    assert.ok(lines.length >= 10, `${lines.length} requests`)
+    const records = lines.map((line, i) =>
+      JSON.stringify({
+        at: `2026-01-01T00:00:${10 + i}Z`,
+        door: 'messages',
+        session: 'tA/e9',
+        received: JSON.parse(line),
+        sent: {},
+      }),
+    )
+    const unknown = JSON.stringify({ door: 'embeddings', session: 's', received: {}, sent: {} })
+    const report = await replay(
+      [
+        { name: 'claude.jsonl', lines },
+        { name: 'rec.jsonl', lines: [...records, unknown] },
+      ],
+      STEP_MASK,
+    )
+    assert.deepEqual(
+      report.skipped.map((line) => [line.file, line.reason]),
+      [['rec.jsonl', 'a record of door embeddings']],
+    )
+    const [plain, recorded] = report.sessions
+    assert.equal(plain!.totals.requests, lines.length)
+    assert.equal(plain!.totals.failed, 0)
+    assert.deepEqual(recorded!.totals, plain!.totals)
+    const { client, proxy, masked } = plain!.totals.sides
+    // The proxy's history is byte-identical request to request, and smaller: the re-read,
+    // the repeated listing and search, the capped output, the edit's diff.
+    assert.equal(proxy.breaks, 0)
+    assert.ok(proxy.tokens < client.tokens, `${proxy.tokens} ≥ ${client.tokens}`)
+    assert.ok(masked.breaks > 0 && masked.tokens < client.tokens)
+    const { stubs, dedupes, caps, diffs } = plain!.totals.actions
+    assert.ok(
+      stubs >= 1 && dedupes >= 2 && caps >= 1 && diffs >= 1,
+      JSON.stringify(plain!.totals.actions),
+    )
+    // The prompt block goes in the system prompt and recall among the tools: both counted.
+    const first = plain!.requests[0]!.sides!
+    assert.ok(first.proxy.tokens > first.client.tokens, 'the first request carries the block')
+    assert.ok(lines.every((line) => JSON.parse(line).stream === true))
+  })
+
+  test('whole answers as well as streams, on both doors', async () => {
+    const whole = claudeSession()
+      .slice(0, 3)
+      .map((line) => JSON.stringify({ ...JSON.parse(line), stream: false }))
+    const responses = [1, 2].map((n) =>
+      JSON.stringify({
+        model: 'm',
+        stream: false,
+        instructions: 'You are Codex.',
+        tools: [{ type: 'function', name: 'shell', parameters: { type: 'object' } }],
+        input: [
+          { role: 'user', content: [{ type: 'input_text', text: 'go' }] },
+          ...Array.from({ length: n }, (_, k) => [
+            {
+              type: 'function_call',
+              call_id: `c${k}`,
+              name: 'shell',
+              arguments: '{"command":["ls"]}',
+            },
+            { type: 'function_call_output', call_id: `c${k}`, output: 'a.ts\nb.ts' },
+          ]).flat(),
+        ],
+      }),
+    )
+    const report = await replay([
+      { name: 'claude.jsonl', lines: whole },
+      { name: 'codex.jsonl', lines: responses },
+    ])
+    assert.deepEqual(
+      report.sessions.map((s) => [s.name, s.totals.requests, s.totals.failed]),
+      [
+        ['claude.jsonl', 3, 0],
+        ['codex.jsonl', 2, 0],
+      ],
+    )
+    // The Responses session: the block went into the instructions, recall among the tools.
+    const codex = report.sessions[1]!.requests[0]!.sides!
+    assert.ok(codex.proxy.tokens > codex.client.tokens)
+    assert.equal(report.sessions[1]!.totals.sides.proxy.breaks, 0)
+  })
 })
