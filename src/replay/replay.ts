@@ -192,7 +192,12 @@ export async function replay(
       let state = sessions.get(entry.session)
       if (!state) {
         state = {
-          report: { name: entry.name, totals: emptyTotals(), requests: [] },
+          // Chat is the default door; another one is named with the session.
+          report: {
+            name: entry.door === 'chat' ? entry.name : `${entry.name} (/v1/${entry.door})`,
+            totals: emptyTotals(),
+            requests: [],
+          },
           header: `replay-${sessions.size + 1}`,
           knownTools: new Set(),
           elided: 0,

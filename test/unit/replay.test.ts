@@ -548,6 +548,10 @@ describe('replaying the Messages and Responses doors', () => {
       [['rec.jsonl', 'a record of door embeddings']],
     )
     const [plain, recorded] = report.sessions
+    assert.deepEqual(
+      report.sessions.map((session) => session.name),
+      ['claude.jsonl (/v1/messages)', 'rec.jsonl tA/e9 (/v1/messages)'],
+    )
     assert.equal(plain!.totals.requests, lines.length)
     assert.equal(plain!.totals.failed, 0)
     assert.deepEqual(recorded!.totals, plain!.totals)
@@ -599,8 +603,8 @@ describe('replaying the Messages and Responses doors', () => {
     assert.deepEqual(
       report.sessions.map((s) => [s.name, s.totals.requests, s.totals.failed]),
       [
-        ['claude.jsonl', 3, 0],
-        ['codex.jsonl', 2, 0],
+        ['claude.jsonl (/v1/messages)', 3, 0],
+        ['codex.jsonl (/v1/responses)', 2, 0],
       ],
     )
     // The Responses session: the block went into the instructions, recall among the tools.
