@@ -71,12 +71,11 @@ export class KeptBuilder {
     return { pieces: this.#pieces, bytes: this.#bytes, weight: this.#weight }
   }
 
-  /** The upstream text of the client element at [start, end) (empty: it sends nothing). */
-  item(text: string, start: number, end: number): void {
-    if (text === '') return
+  /** The upstream bytes of the client element at [start, end) (empty: it sends nothing). */
+  item(upstream: Buffer, start: number, end: number): void {
+    if (upstream.length === 0) return
     const comma = this.#bytes > 0 ? 1 : 0
     if (comma) this.#own(COMMA)
-    const upstream = Buffer.from(text)
     const client = this.body.subarray(start, end)
     const head = commonHead(upstream, client)
     const tail = commonTail(upstream, client, Math.min(upstream.length, client.length) - head)

@@ -137,7 +137,7 @@ async function prepareWhole(
     (shaped.remember || previous) &&
     (parsed.span ?? (await arraySpan(bytes, door.arrayKey, Number.MAX_SAFE_INTEGER)))
   const elements = span && elementsOf(bytes, span.arrayStart + 1, span.ends)
-  const digests = elements && (await itemDigests(bytes, elements, shaped.texts, items.length))
+  const digests = elements && (await itemDigests(bytes, elements, shaped.upstream, items.length))
   const broken =
     previous && digests
       ? cacheBreak({
@@ -156,7 +156,7 @@ async function prepareWhole(
     if (end !== undefined)
       deps.splice.remember(key, {
         ...state,
-        ...(await keptState(bytes, elements, shaped.texts, covered, undefined, digests)),
+        ...(await keptState(bytes, elements, shaped.upstream, covered, undefined, digests)),
         fixed,
         rest,
         explicit: identity.explicit !== undefined,
@@ -253,7 +253,7 @@ async function spliced(
       deps.splice.remember(key, {
         ...state,
         ...next,
-        ...(await keptState(bytes, elements, shaped.texts, covered, state)),
+        ...(await keptState(bytes, elements, shaped.upstream, covered, state)),
         fixed,
         rest,
         prefix: prefixOf(bytes, end, found.hash.update(bytes.subarray(lastEnd, end))),
@@ -322,23 +322,25 @@ function elementsOf(bytes: Buffer, from: number, ends: readonly number[]) {
 
 type Element = { readonly start: number; readonly end: number }
 
-/** Digests of the first `count` items' client bytes and upstream texts (for cache breaks). */
+const EMPTY = Buffer.alloc(0)
+
+/** Digests of the first `count` items' client bytes and upstream bytes (for cache breaks). */
 async function itemDigests(
   bytes: Buffer,
   elements: readonly Element[],
-  texts: readonly string[],
+  upstream: readonly Buffer[],
   count: number,
 ): Promise<ItemDigests> {
   const client: string[] = []
-  const upstream: string[] = []
+  const sent: string[] = []
   const pace = pacer()
   for (let k = 0; k < count; k++) {
     await pace()
     const element = elements[k]!
     client.push(hash('sha1', bytes.subarray(element.start, element.end), 'base64url'))
-    upstream.push(hash('sha1', texts[k] ?? '', 'base64url'))
+    sent.push(hash('sha1', upstream[k] ?? '', 'base64url'))
   }
-  return { client, upstream }
+  return { client, upstream: sent }
 }
 
 /**
@@ -349,17 +351,17 @@ async function itemDigests(
 async function keptState(
   bytes: Buffer,
   elements: readonly Element[],
-  texts: readonly string[],
+  upstream: readonly Buffer[],
   count: number,
   from: Pick<SpliceState, 'kept' | 'digests'> | undefined,
   digests?: ItemDigests,
 ): Promise<Pick<SpliceState, 'kept' | 'digests'>> {
-  const added = digests ?? (await itemDigests(bytes, elements, texts, count))
+  const added = digests ?? (await itemDigests(bytes, elements, upstream, count))
   const builder = new KeptBuilder(bytes, from?.kept)
   const pace = pacer()
   for (let k = 0; k < count; k++) {
     await pace()
-    builder.item(texts[k] ?? '', elements[k]!.start, elements[k]!.end)
+    builder.item(upstream[k] ?? EMPTY, elements[k]!.start, elements[k]!.end)
   }
   return {
     kept: builder.result(),

@@ -9,7 +9,7 @@ import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
 import type { Profile } from '../tools/index.js'
 import { contentText, type ChatMessage } from '../wire/chat.js'
-import { appendItems, piecesBytes } from './body.js'
+import { piecesBytes } from './body.js'
 import { dueBatch, liveResults, standIn, type ElideSettings } from './elide.js'
 import {
   rebuildHistory,
@@ -46,8 +46,8 @@ export interface Shaped {
   readonly session: SessionRef
   /** The upstream bytes of the items (elements joined by commas, in pieces). */
   readonly items: readonly Buffer[]
-  /** The upstream text of each of this request's client items ('' for one sent as none). */
-  readonly texts: readonly string[]
+  /** The upstream bytes of each of this request's client items (empty for one sent as none). */
+  readonly upstream: readonly Buffer[]
   readonly stats: HistoryStats
   /** Where the model's answer to this request stands. */
   readonly place: AnswerPlace
@@ -123,14 +123,14 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
             rebuilt.messages,
             rebuilt.state.elision,
             base,
-            upstream.offsets(known),
+            upstream.offsets(),
             elide,
           ),
         ]
   let live = liveNow()
   const due =
     elide && session.scope !== undefined
-      ? dueBatch(live, upstream.total(known), elide, live.length + elision.texts.size)
+      ? dueBatch(live, upstream.total(), elide, live.length + elision.texts.size)
       : undefined
   if (due && start) return undefined
   if (due && session.scope !== undefined && elide) {
@@ -145,11 +145,11 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   }
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
   const place = { index: count, previous: answers.last }
-  const offsets = () => upstream.offsets(known)
+  const offsets = () => upstream.offsets()
   const shaped = {
     session,
-    items: appendItems(known, upstream.joined()),
-    texts: upstream.texts,
+    items: upstream.added.length === 0 ? known : [...known, upstream.added],
+    upstream: upstream.bytes,
     stats,
     place,
     offsets,
@@ -197,34 +197,57 @@ async function upstreamItems(
     await pace()
     texts.push(list.map((item) => JSON.stringify(item)).join(','))
   }
-  const joined = (upTo = texts.length) =>
-    texts
-      .slice(0, upTo)
-      .filter((text) => text !== '')
-      .join(',')
+  const known = input.known ?? []
+  const knownBytes = piecesBytes(known)
+  const encoded = await encodeItems(texts, known.length > 0)
   return {
     perItem,
-    texts,
     restored: restored.restored,
-    joined,
+    /** Each client item's upstream bytes (views of `added`; empty for an item sent as none). */
+    bytes: encoded.items,
+    /** The bytes to append after the known items: their comma first, when there are some. */
+    added: encoded.bytes,
     /** Upstream bytes of the known items and of this request's. */
-    total: (known: readonly Buffer[]) => afterKnown(known, joined()) + Buffer.byteLength(joined()),
+    total: () => knownBytes + encoded.bytes.length,
     /** For each client item, the upstream bytes before it. */
-    offsets(known: readonly Buffer[]): number[] {
-      let at = afterKnown(known, joined())
-      return texts.map((text) => {
+    offsets(): number[] {
+      let at = knownBytes + encoded.lead
+      return encoded.items.map((item) => {
         const offset = at
-        if (text !== '') at += Buffer.byteLength(text) + 1
+        if (item.length > 0) at += item.length + 1
         return offset
       })
     },
   }
 }
 
-/** Where the request's own items begin upstream: after the known ones and their comma. */
-function afterKnown(known: readonly Buffer[], added: string): number {
-  const bytes = piecesBytes(known)
-  return bytes > 0 && added !== '' ? bytes + 1 : bytes
+/**
+ * Item texts encoded once, into one buffer, joined by commas (and one before them when they go
+ * after known items): each item's bytes are a view of it. Digesting and keeping them, and
+ * sending them, then need no other copy of a history's text.
+ */
+async function encodeItems(texts: readonly string[], afterKnown: boolean) {
+  const sizes = texts.map((text) => Buffer.byteLength(text))
+  const present = sizes.filter((size) => size > 0).length
+  const lead = afterKnown && present > 0 ? 1 : 0
+  const total = lead + sizes.reduce((sum, size) => sum + size, 0) + Math.max(0, present - 1)
+  const bytes = Buffer.allocUnsafe(total)
+  const items: Buffer[] = []
+  const pace = pacer()
+  let at = 0
+  for (const [k, text] of texts.entries()) {
+    await pace()
+    const size = sizes[k]!
+    if (size === 0) {
+      items.push(bytes.subarray(at, at))
+      continue
+    }
+    if (at > 0 || lead) bytes[at++] = 44 /* , */
+    bytes.write(text, at, size, 'utf8')
+    items.push(bytes.subarray(at, at + size))
+    at += size
+  }
+  return { bytes, items, lead }
 }
 
 /** The tenant's keys that may name the request's session: summaries, results, answers. */

@@ -9,7 +9,7 @@ function kept(client: string[], upstream: string[], separator = ',') {
   const builder = new KeptBuilder(body)
   let at = '{"messages":['.length
   client.forEach((element, k) => {
-    builder.item(upstream[k]!, at, at + Buffer.byteLength(element))
+    builder.item(Buffer.from(upstream[k]!), at, at + Buffer.byteLength(element))
     at += Buffer.byteLength(element) + Buffer.byteLength(separator)
   })
   return { body, kept: builder.result() }
