@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { shortHash, tenantOf } from '../../src/session/identity.js'
+import { toolMessageKey } from '../../src/session/fingerprints.js'
+import type { ChatMessage } from '../../src/wire/chat.js'
 
 const tenant = (headers: Record<string, string>) => tenantOf(new Headers(headers))
 
@@ -18,4 +20,29 @@ test('a tenant is every credential header with its name; Authorization alone as 
   ]
   assert.equal(new Set(all).size, all.length, all.join(' '))
   assert.equal(tenant({}), 'anonymous')
+})
+
+test("a tool message's key is the one earlier versions stored its rendering under", () => {
+  // Records are found by this key after an upgrade: a new derivation would re-render (and
+  // re-number) every result of every session, breaking each one's prompt cache once.
+  const cases = [
+    {
+      message: { role: 'tool', tool_call_id: 'call_1', content: 'héllo → wörld\n' },
+      key: 'RRKM3t8yE4HikGMTMg02NW',
+    },
+    {
+      message: {
+        role: 'tool',
+        tool_call_id: 'toolu_01',
+        content: [{ type: 'text', text: 'a "quoted" line' }],
+      },
+      key: '3JZTtNK0RuX95smV3B600I',
+    },
+  ] as const
+  for (const { message, key } of cases) {
+    assert.equal(toolMessageKey(message as ChatMessage), key)
+    // The definition: the call id and the content's JSON, hashed as one text.
+    const joined = (message.tool_call_id ?? '') + '\u0000' + JSON.stringify(message.content)
+    assert.equal(toolMessageKey(message as ChatMessage), shortHash(joined))
+  }
 })
