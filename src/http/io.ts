@@ -18,17 +18,28 @@ export async function readBody(
   const declared = Number(c.req.header('content-length') ?? 0)
   if (declared > maxBytes) throw tooLarge(maxBytes)
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
+  // A body of declared length is copied into place as it arrives: joining megabytes of
+  // chunks at its end would hold the event loop (70 ms for 27 MB) after the last one.
+  const whole = declared > 0 && Number.isSafeInteger(declared) ? Buffer.allocUnsafe(declared) : null
   const chunks: Buffer[] = []
   let size = 0
   const source: AsyncIterable<Uint8Array> =
     incoming ?? (c.req.raw.body as unknown as AsyncIterable<Uint8Array>) ?? []
   for await (const chunk of source) {
+    const at = size
     size += chunk.byteLength
     if (size > maxBytes) throw tooLarge(maxBytes)
-    chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+    if (whole && size <= whole.length) whole.set(chunk, at)
+    else chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
     watch?.update(chunk)
   }
+  if (whole && chunks.length === 0) return whole.subarray(0, size)
+  if (whole) chunks.unshift(whole.subarray(0, size - piecesLength(chunks)))
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
+}
+
+function piecesLength(chunks: readonly Buffer[]): number {
+  return chunks.reduce((sum, chunk) => sum + chunk.length, 0)
 }
 
 function tooLarge(maxBytes: number): LembasError {

@@ -1,5 +1,6 @@
 import { contentText, type ChatMessage } from '../wire/chat.js'
-import { shortHash } from './identity.js'
+import { createHash } from 'node:crypto'
+import { shortDigest, shortHash } from './identity.js'
 
 /**
  * A tool message is known by its call id and the exact content the client sends: the same pair
@@ -10,6 +11,33 @@ export function toolMessageKey(message: ChatMessage): string {
   return shortHash(
     (message.tool_call_id ?? '') + '\u0000' + JSON.stringify(message.content ?? null),
   )
+}
+
+/** Text content past this many characters is keyed in slices, with pauses between. */
+const SLICED_CHARS = 1 << 20
+const SLICE_CHARS = 1 << 16
+
+/**
+ * toolMessageKey, the same key, for any size of result without holding the event loop: a
+ * text of megabytes is escaped and hashed a slice at a time (its JSON escapes character by
+ * character, and no slice ends inside a surrogate pair), `pace` called between slices.
+ */
+export async function toolMessageKeyPaced(
+  message: ChatMessage,
+  pace: () => Promise<void> | undefined,
+): Promise<string> {
+  const content = message.content
+  if (typeof content !== 'string' || content.length <= SLICED_CHARS) return toolMessageKey(message)
+  const hash = createHash('sha256').update((message.tool_call_id ?? '') + '\u0000"')
+  for (let at = 0; at < content.length;) {
+    await pace()
+    let end = Math.min(content.length, at + SLICE_CHARS)
+    const last = content.charCodeAt(end - 1)
+    if (end < content.length && last >= 0xd800 && last <= 0xdbff) end--
+    hash.update(JSON.stringify(content.slice(at, end)).slice(1, -1))
+    at = end
+  }
+  return shortDigest(hash.update('"'))
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, type Hash } from 'node:crypto'
 import { isRecord } from '../wire/chat.js'
 
 /** Who a request belongs to: a tenant (the API key's hash) and, when the client says, a session. */
@@ -96,5 +96,10 @@ export function implicitScope(identity: Identity, randomId: string): string {
 }
 
 export function shortHash(text: string): string {
-  return createHash('sha256').update(text).digest('base64url').slice(0, 22)
+  return shortDigest(createHash('sha256').update(text))
+}
+
+/** A running SHA-256 as a short key: the first 22 characters of its base64url digest. */
+export function shortDigest(hash: Hash): string {
+  return hash.digest('base64url').slice(0, 22)
 }

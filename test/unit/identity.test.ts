@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { shortHash, tenantOf } from '../../src/session/identity.js'
-import { toolMessageKey } from '../../src/session/fingerprints.js'
+import { toolMessageKey, toolMessageKeyPaced } from '../../src/session/fingerprints.js'
 import type { ChatMessage } from '../../src/wire/chat.js'
 
 const tenant = (headers: Record<string, string>) => tenantOf(new Headers(headers))
@@ -44,5 +44,26 @@ test("a tool message's key is the one earlier versions stored its rendering unde
     // The definition: the call id and the content's JSON, hashed as one text.
     const joined = (message.tool_call_id ?? '') + '\u0000' + JSON.stringify(message.content)
     assert.equal(toolMessageKey(message as ChatMessage), shortHash(joined))
+  }
+})
+
+test('a result of megabytes gets the same key, hashed a slice at a time with pauses', async () => {
+  const slice = 1 << 16
+  const pair = '\u{1F600}' // one character, two UTF-16 units
+  // A pair across each slice boundary, a lone surrogate on one, quotes, escapes, controls.
+  const unit = 'line "q" \\ \t é→ \u0001 ' + pair
+  let text = unit.repeat(Math.ceil((3 << 20) / unit.length))
+  text = text.slice(0, slice - 1) + pair + text.slice(slice + 1)
+  text = text.slice(0, 2 * slice - 1) + '\ud800' + text.slice(2 * slice)
+  text = text.slice(0, 3 * slice - 1) + '\udc00x' + text.slice(3 * slice + 1)
+  for (const content of [text, text.slice(1), text.slice(0, (1 << 20) + 3)]) {
+    const message = { role: 'tool', tool_call_id: 'call_big', content } as ChatMessage
+    let pauses = 0
+    const key = await toolMessageKeyPaced(message, () => {
+      pauses++
+      return undefined
+    })
+    assert.equal(key, toolMessageKey(message))
+    assert.ok(pauses > 10, `hashed in slices: ${pauses}`)
   }
 })
