@@ -1,4 +1,5 @@
 import { createHash, hash } from 'node:crypto'
+import { updateText } from './digest.js'
 import type { ReadCall } from './types.js'
 
 /** A full read the request carries: what a later stub may point at. */
@@ -154,7 +155,7 @@ export function legacyLineHashes(entry: Entry): Entry {
 }
 
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex')
+  return updateText(createHash('sha256'), text).digest('hex')
 }
 
 /** JSON with object keys sorted at every level: equal arguments compare equal as text. */

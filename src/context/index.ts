@@ -25,3 +25,4 @@ export {
   type RenderInput,
 } from './render.js'
 export { countChars, countLines, fill, splitLines } from './text.js'
+export { sliceEnd, TEXT_SLICE, updateText } from './digest.js'

@@ -1,5 +1,6 @@
 import { contentText, type ChatMessage } from '../wire/chat.js'
 import { createHash } from 'node:crypto'
+import { sliceEnd, TEXT_SLICE } from '../context/index.js'
 import { shortDigest, shortHash } from './identity.js'
 
 /**
@@ -15,7 +16,6 @@ export function toolMessageKey(message: ChatMessage): string {
 
 /** Text content past this many characters is keyed in slices, with pauses between. */
 const SLICED_CHARS = 1 << 20
-const SLICE_CHARS = 1 << 16
 
 /**
  * toolMessageKey, the same key, for any size of result without holding the event loop: a
@@ -31,9 +31,7 @@ export async function toolMessageKeyPaced(
   const hash = createHash('sha256').update((message.tool_call_id ?? '') + '\u0000"')
   for (let at = 0; at < content.length;) {
     await pace()
-    let end = Math.min(content.length, at + SLICE_CHARS)
-    const last = content.charCodeAt(end - 1)
-    if (end < content.length && last >= 0xd800 && last <= 0xdbff) end--
+    const end = sliceEnd(content, at, TEXT_SLICE)
     hash.update(JSON.stringify(content.slice(at, end)).slice(1, -1))
     at = end
   }

@@ -1,4 +1,5 @@
 import { createHash, type Hash } from 'node:crypto'
+import { updateText } from '../context/index.js'
 import { isRecord } from '../wire/chat.js'
 
 /** Who a request belongs to: a tenant (the API key's hash) and, when the client says, a session. */
@@ -96,7 +97,7 @@ export function implicitScope(identity: Identity, randomId: string): string {
 }
 
 export function shortHash(text: string): string {
-  return shortDigest(createHash('sha256').update(text))
+  return shortDigest(updateText(createHash('sha256'), text))
 }
 
 /** A running SHA-256 as a short key: the first 22 characters of its base64url digest. */

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { test } from 'node:test'
+import { sha256Hex, TEXT_SLICE } from '../../src/context/index.js'
 import { shortHash, tenantOf } from '../../src/session/identity.js'
 import { toolMessageKey, toolMessageKeyPaced } from '../../src/session/fingerprints.js'
 import type { ChatMessage } from '../../src/wire/chat.js'
@@ -65,5 +67,19 @@ test('a result of megabytes gets the same key, hashed a slice at a time with pau
     })
     assert.equal(key, toolMessageKey(message))
     assert.ok(pauses > 10, `hashed in slices: ${pauses}`)
+  }
+})
+
+test('a long text is digested in slices as if whole: pairs across slices, lone halves', () => {
+  const slice = TEXT_SLICE
+  let text = 'ascii, é→ and \u{1F600} '.repeat(Math.ceil((4 * slice) / 20))
+  text = text.slice(0, slice - 1) + '\u{1F600}' + text.slice(slice + 1) // a pair across a cut
+  text = text.slice(0, 2 * slice - 1) + '\ud800' + text.slice(2 * slice) // a lone high half
+  text = text.slice(0, 3 * slice) + '\udc00' + text.slice(3 * slice + 1) // a lone low half
+  for (const sample of [text, text.slice(0, slice + 1), text.slice(7)]) {
+    const whole = createHash('sha256').update(sample)
+    const hex = whole.copy().digest('hex')
+    assert.equal(sha256Hex(sample), hex)
+    assert.equal(shortHash(sample), whole.digest('base64url').slice(0, 22))
   }
 })
