@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
 import type { Context } from 'hono'
 import { LembasError } from '../errors.js'
+import { piecesBytes } from '../pipeline/body.js'
 import type { UpstreamResponse } from '../upstream/index.js'
 import { responseHeadersForClient } from './headers.js'
 
@@ -34,12 +35,8 @@ export async function readBody(
     watch?.update(chunk)
   }
   if (whole && chunks.length === 0) return whole.subarray(0, size)
-  if (whole) chunks.unshift(whole.subarray(0, size - piecesLength(chunks)))
+  if (whole) chunks.unshift(whole.subarray(0, size - piecesBytes(chunks)))
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
-}
-
-function piecesLength(chunks: readonly Buffer[]): number {
-  return chunks.reduce((sum, chunk) => sum + chunk.length, 0)
 }
 
 function tooLarge(maxBytes: number): LembasError {

@@ -1,5 +1,5 @@
 import { DedupeTable, type ContextRules } from '../context/index.js'
-import { toolMessageKey, toolMessageKeyPaced } from '../session/fingerprints.js'
+import { toolMessageKeyPaced } from '../session/fingerprints.js'
 import { claimOwnership, listSession, type Continuity, type SessionRef } from '../session/find.js'
 import { keys, parseRecord, type ToolRecord } from '../session/records.js'
 import { compactionTables, recordHead, summaryKey, withTable } from '../session/tables.js'
@@ -117,7 +117,11 @@ export async function toolKeys(
     const base = await toolMessageKeyPaced(message, pace)
     const n = seen.get(base) ?? 0
     seen.set(base, n + 1)
-    out.push(n === 0 ? base : toolMessageKey({ ...message, tool_call_id: `${n}\u0000${base}` }))
+    out.push(
+      n === 0
+        ? base
+        : await toolMessageKeyPaced({ ...message, tool_call_id: `${n}\u0000${base}` }, pace),
+    )
   }
   if (snapshotAt === messages.length) snapshot = new Map(seen)
   return { keys: out, seen, snapshot }
