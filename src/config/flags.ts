@@ -128,7 +128,7 @@ export const FLAGS = {
   },
   'elide-threshold': {
     env: 'LEMBAS_ELIDE_THRESHOLD',
-    default: '100',
+    default: '30',
     help: 'with --elide: tokens of old results (all but the last --elide-keep) that make a batch worth weighing',
   },
   'elide-keep': {

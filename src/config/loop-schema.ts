@@ -47,14 +47,12 @@ export const ProxySchema = z.strictObject({
       }
     }, 'a regular expression with a capturing group'),
   }),
-  /** `--elide` (beyond spec 3.0.0): the stand-in of an elided result ({bracket}, {id}). */
+  /**
+   * `--elide` (beyond spec 3.0.0): the stand-in of an elided result; {bracket} (which starts
+   * with the id) is required, {id} optional.
+   */
   elide: z.strictObject({
-    stand_in: z
-      .string()
-      .refine(
-        (text) => text.includes('{bracket}') && text.includes('{id}'),
-        'needs {bracket} and {id}',
-      ),
+    stand_in: z.string().refine((text) => text.includes('{bracket}'), 'needs {bracket}'),
   }),
   recall: z.strictObject({
     tool_name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),

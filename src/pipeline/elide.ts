@@ -21,6 +21,9 @@ export interface ElideSettings {
 /** A tool result the model still sees in full, and where its item begins upstream (bytes). */
 export interface Live {
   readonly key: string
+  /** Its id (#0001), and for a stub the id it names. */
+  readonly id: string
+  readonly stubOf?: string | undefined
   /** The rendering's length in UTF-16 units, and its stand-in's. */
   readonly chars: number
   readonly standInChars: number
@@ -29,6 +32,8 @@ export interface Live {
   readonly offset: number
 }
 
+/** A rendering's id, at the start of its bracket. */
+const ID = /^\[(#[0-9a-f]+)/
 /** Characters per token for the decision: an estimate, the same on every replica. */
 const CHARS_PER_TOKEN = 4
 /** A rendering shorter than this many of its stand-ins stays: eliding it would save too little. */
@@ -42,6 +47,7 @@ export function liveResults(
   view: { readonly messages: readonly ChatMessage[]; readonly origins: readonly number[] },
   toolKeys: readonly (string | undefined)[],
   rendered: readonly ChatMessage[],
+  stubOf: ReadonlyMap<string, string>,
   elision: Elision,
   base: number,
   offsets: readonly number[],
@@ -52,40 +58,66 @@ export function liveResults(
     const item = view.origins[i]!
     const text = contentText(rendered[i]!.content)
     const standInChars = standIn(text, settings).length
-    return [{ key, chars: text.length, standInChars, item: base + item, offset: offsets[item]! }]
+    const id = ID.exec(text)?.[1] ?? ''
+    const at = { item: base + item, offset: offsets[item]! }
+    return [{ key, id, stubOf: stubOf.get(key), chars: text.length, standInChars, ...at }]
   })
 }
 
 /**
- * The keys of a batch due now, or undefined. A batch breaks the prompt cache once, where its
- * first result stands: the tokens from there on are sent (and written to the cache) again. It
- * pays when what it takes out, over the horizon, costs more than that:
+ * The keys of a batch due now, or undefined. `newestTurn` is where the request's newest turn
+ * begins upstream (bytes): the agent's last message and what follows it, which the previous
+ * request did not carry. Those results are never elided (the model has not seen them), and
+ * they are sent uncached with or without a batch. A batch breaks the prompt cache once, where
+ * its first result stands: the tokens from there to the newest turn are sent (and written to
+ * the cache) again. It pays when what it takes out, over the horizon, costs more than that:
  *   saved × (1 − cachedDiscount) × horizon ≥ after × (cachedDiscount + writePremium)
- * with `saved` the tokens it takes out and `after` the tokens from its first result to the end.
- * The horizon is the setting's, but no longer than the session so far (`results` it has had):
- * a session is expected to go on about as long again, so a short one is not broken for
- * requests it may never make.
+ * with `saved` the tokens it takes out and `after` the tokens from its first result to the
+ * newest turn, less those it takes out. The horizon is the setting's, but no longer than the
+ * session so far (the agent's `turns`, about its requests): a session is expected to go on about
+ * as long again, so a short one is not broken for requests it may never make.
  */
 export function dueBatch(
   live: readonly Live[],
-  totalBytes: number,
+  newestTurn: number,
   settings: ElideSettings,
-  results = Infinity,
+  turns = Infinity,
 ): Live[] | undefined {
-  const old = live
-    .slice(0, Math.max(0, live.length - settings.keepResults))
-    .filter((result) => result.chars >= MIN_STAND_INS * result.standInChars)
+  const old = batchOf(
+    live,
+    live
+      .slice(0, Math.max(0, live.length - settings.keepResults))
+      .filter((r) => r.offset < newestTurn),
+  )
   const first = old[0]
   if (!first) return undefined
   const oldChars = old.reduce((sum, result) => sum + result.chars, 0)
   if (oldChars / CHARS_PER_TOKEN < settings.thresholdTokens) return undefined
   const standIns = old.reduce((sum, result) => sum + result.standInChars, 0)
   const saved = (oldChars - standIns) / CHARS_PER_TOKEN
-  const after = (totalBytes - first.offset) / CHARS_PER_TOKEN - saved
-  const horizon = Math.min(settings.horizon, results)
+  const after = (newestTurn - first.offset) / CHARS_PER_TOKEN - saved
+  const horizon = Math.min(settings.horizon, turns)
   const gain = saved * (1 - settings.cachedDiscount) * horizon
   const cost = Math.max(0, after) * (settings.cachedDiscount + settings.writePremium)
   return gain >= cost ? old : undefined
+}
+
+/**
+ * Which of the `candidates` go in a batch: each long enough to be worth its stand-in, except
+ * one that a stub staying in view names (eliding it would show that stub's read in full
+ * again); and a stub among them whose result goes too.
+ */
+function batchOf(live: readonly Live[], candidates: readonly Live[]): Live[] {
+  const candidate = new Set(candidates)
+  const pinned = new Set(live.flatMap((r) => (!candidate.has(r) && r.stubOf ? [r.stubOf] : [])))
+  const going = new Set(
+    candidates
+      .filter((r) => r.chars >= MIN_STAND_INS * r.standInChars && !pinned.has(r.id))
+      .map((r) => r.id),
+  )
+  return candidates.filter(
+    (r) => going.has(r.id) || (r.stubOf !== undefined && going.has(r.stubOf)),
+  )
 }
 
 /** A result's stand-in: its first bracket (id, and a read's path and lines) and the notice. */

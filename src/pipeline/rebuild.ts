@@ -81,6 +81,8 @@ export interface HistoryState {
   readonly elision: Elision
   /** `carriedChars` of the tool messages so far. */
   readonly carried: number
+  /** The agent's turns so far (its answers): about the requests the session has made. */
+  readonly turns: number
 }
 
 export interface Rebuilt {
@@ -92,6 +94,8 @@ export interface Rebuilt {
   readonly snapshot?: HistoryState | undefined
   /** The values of the caller's `extraKeys`, read in the request's one batched read. */
   readonly extra: readonly (string | undefined)[]
+  /** The tool messages sent as a stub, by key: the id each one names. */
+  readonly stubOf: ReadonlyMap<string, string>
   /** The same request with other batches of elided results (a batch decided on it). */
   reassemble(elision: Elision): Promise<Rebuilt>
 }
@@ -308,6 +312,7 @@ async function assemble(
   let lastToolKey = start?.lastToolKey
   let calls: ReadonlyMap<string, ToolCall> = start?.calls ?? new Map()
   let carried = start?.carried ?? 0
+  let turns = start?.turns ?? 0
   let snapshot: HistoryState | undefined
   const stateNow = (seen: ReadonlyMap<string, number>, copy: boolean): HistoryState => ({
     table: copy ? table.clone() : table,
@@ -317,7 +322,9 @@ async function assemble(
     seen,
     elision: input.elision,
     carried,
+    turns,
   })
+  const stubOf = new Map<string, string>()
   const pace = pacer()
   const out: ChatMessage[] = []
   for (const [index, message] of messages.entries()) {
@@ -327,12 +334,13 @@ async function assemble(
   const state = stateNow(input.keys.seen, false)
   if (input.snapshotAt === messages.length) snapshot = state
   stats.carriedChars = carried
-  return { messages: out, stats, state, snapshot, extra }
+  return { messages: out, stats, state, snapshot, extra, stubOf }
 
   function assembled(message: ChatMessage, index: number): ChatMessage {
     if (index === input.snapshotAt && input.keys.snapshot)
       snapshot = stateNow(input.keys.snapshot, true)
-    // Calls of consecutive answers (one Responses item per call) are answered together.
+    // Consecutive answers (one Responses item per call) are one turn, their calls answered together.
+    if (message.role === 'assistant' && messages[index - 1]?.role !== 'assistant') turns++
     if (message.tool_calls?.length)
       calls = callsById(
         message.tool_calls,
@@ -356,7 +364,10 @@ async function assemble(
       return after({ ...message, content: withText(message.content, standIn) })
     }
     const shown = addShown(table, record)
-    if (shown.stub) stats.stubs++
+    if (shown.stub) {
+      stats.stubs++
+      stubOf.set(key, record.stub!.target)
+    }
     carried += sent - contentText(shown.content).length
     return after({ ...message, content: shown.content })
   }

@@ -121,6 +121,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
             view,
             tools.keys,
             rebuilt.messages,
+            rebuilt.stubOf,
             rebuilt.state.elision,
             base,
             upstream.offsets(),
@@ -130,7 +131,12 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   let live = liveNow()
   const due =
     elide && session.scope !== undefined
-      ? dueBatch(live, upstream.total(), elide, live.length + elision.texts.size)
+      ? dueBatch(
+          live,
+          newestTurnAt(view, upstream.offsets(), upstream.total()),
+          elide,
+          rebuilt.state.turns,
+        )
       : undefined
   if (due && start) return undefined
   if (due && session.scope !== undefined && elide) {
@@ -219,6 +225,17 @@ async function upstreamItems(
       })
     },
   }
+}
+
+/**
+ * Where the request's newest turn begins upstream (bytes): the item of its last assistant
+ * message. Without one (a first request, a user's message), the whole request: everything in
+ * it then counts as sent before, the costlier reading of a break.
+ */
+function newestTurnAt(view: View, offsets: readonly number[], total: number): number {
+  for (let i = view.messages.length - 1; i >= 0; i--)
+    if (view.messages[i]!.role === 'assistant') return offsets[view.origins[i]!] ?? total
+  return total
 }
 
 /**

@@ -122,7 +122,7 @@ describe('--elide on every door', () => {
       const batchAt = breaks(fast)
       assert.equal(batchAt.length, 1, `one deliberate break: ${batchAt}`)
       const afterBatch = fast[batchAt[0]!]!
-      assert.match(afterBatch, /\[#0001\] Elided: recall #0001 shows it\./)
+      assert.match(afterBatch, /\[#0001\] Elided; recall shows it\./)
       const last = fast.at(-1)!
       // The last two results stay whole; nothing is ever a stub of an elided result.
       assert.ok(last.includes(`step ${STEPS - 1} line 240 of the log`))
@@ -178,26 +178,75 @@ describe('--elide on every door', () => {
 })
 
 describe('when a batch pays', () => {
-  const live = (chars: number[], standInChars = 40) =>
-    chars.map((n, i) => ({ key: `k${i}`, chars: n, standInChars, item: i * 2, offset: i * 1000 }))
+  /** Results one after another upstream, 200 bytes apart (each one's call between them). */
+  const live = (chars: number[], standInChars = 40) => {
+    let at = 0
+    return chars.map((n, i) => {
+      const id = `#${(i + 1).toString(16).padStart(4, '0')}`
+      const result = { key: `k${i}`, id, chars: n, standInChars, item: i * 2, offset: at }
+      at += n + 200
+      return result
+    })
+  }
 
   test('old results past the threshold, worth more over the horizon than the break costs', () => {
-    const results = live([20_000, 20_000, 20_000, 500, 500])
-    const total = 70_000
+    // k4 is the newest turn's; k3, kept by --elide-keep 2, was sent before it.
+    const results = live([20_000, 20_000, 20_000, 20_000, 500])
+    const newestTurn = results[4]!.offset - 100
     assert.deepEqual(
-      dueBatch(results, total, ELIDE)?.map((r) => r.key),
+      dueBatch(results, newestTurn, ELIDE)?.map((r) => r.key),
       ['k0', 'k1', 'k2'],
       'all but the last two, at once',
     )
-    assert.equal(dueBatch(results, total, { ...ELIDE, thresholdTokens: 20_000 }), undefined)
-    // Over one request, saving 15k tokens at a tenth of the price never pays for a break.
-    assert.equal(dueBatch(results, total, { ...ELIDE, horizon: 1 }), undefined)
-    // A cache-write premium makes the break dearer: a short horizon no longer pays.
-    assert.ok(dueBatch(results, total, { ...ELIDE, horizon: 3 }))
-    assert.equal(dueBatch(results, total, { ...ELIDE, horizon: 3, writePremium: 1.25 }), undefined)
-    // A session of two results so far is not broken for twenty requests it may never make.
-    assert.ok(dueBatch(results, total, ELIDE, 5))
-    assert.equal(dueBatch(results, total, ELIDE, 1), undefined)
+    assert.equal(dueBatch(results, newestTurn, { ...ELIDE, thresholdTokens: 20_000 }), undefined)
+    // The break sends k3 again: saving 15k tokens at a tenth of the price pays for it only
+    // over four requests or more.
+    assert.equal(dueBatch(results, newestTurn, { ...ELIDE, horizon: 3 }), undefined)
+    assert.ok(dueBatch(results, newestTurn, { ...ELIDE, horizon: 4 }))
+    // A cache-write premium makes the break dearer.
+    assert.equal(
+      dueBatch(results, newestTurn, { ...ELIDE, horizon: 4, writePremium: 1.25 }),
+      undefined,
+    )
+    // A session of a few results so far is not broken for twenty requests it may never make.
+    assert.ok(dueBatch(results, newestTurn, ELIDE, 5))
+    assert.equal(dueBatch(results, newestTurn, ELIDE, 3), undefined)
+  })
+
+  test('the newest turn is neither elided nor counted as a cost of the break', () => {
+    const all = { ...ELIDE, thresholdTokens: 1, keepResults: 0, horizon: 1 }
+    // k2 came with the agent's last message: the model has not seen it yet.
+    const results = live([8000, 8000, 60_000])
+    const newestTurn = results[2]!.offset - 100
+    assert.deepEqual(
+      dueBatch(results, newestTurn, all)?.map((r) => r.key),
+      ['k0', 'k1'],
+    )
+    // Were the whole request sent before (a first request), the break would resend k2 too:
+    // more than one request's saving pays for.
+    const end = results[2]!.offset + 60_000
+    assert.equal(dueBatch(results.slice(0, 2), end, all), undefined)
+  })
+
+  test('a result a stub names goes only with the stub', () => {
+    const all = { ...ELIDE, thresholdTokens: 1, keepResults: 1, horizon: 20 }
+    // k2 is a re-read of k0 sent as a stub, k3 the newest result.
+    const results = live([8000, 8000, 300, 4000]).map((r) =>
+      r.key === 'k2' ? { ...r, stubOf: '#0001' } : r,
+    )
+    const newestTurn = results[3]!.offset - 100
+    assert.deepEqual(
+      dueBatch(results, newestTurn, all)?.map((r) => r.key),
+      ['k0', 'k1', 'k2'],
+      'the stub goes with its result, short as it is',
+    )
+    // A stub that stays in view (the newest result) keeps its result: without it the stub
+    // would be shown in full, and the batch would save nothing on it.
+    const pinned = results.map((r) => (r.key === 'k3' ? { ...r, stubOf: '#0002' } : r))
+    assert.deepEqual(
+      dueBatch(pinned, newestTurn, all)?.map((r) => r.key),
+      ['k0', 'k2'],
+    )
   })
 
   test('short renderings stay; the stand-in keeps the bracket and names recall', () => {
@@ -216,7 +265,7 @@ describe('when a batch pays', () => {
     assert.equal(dueBatch(live([1000], 480), 1600, tight), undefined)
     assert.equal(
       standIn('[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab]\n1\tconst a = 1', ELIDE),
-      '[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab] Elided: recall #000c shows it.',
+      '[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab] Elided; recall shows it.',
     )
   })
 })
