@@ -110,12 +110,12 @@ async function readFacts(
   })
   if (shown.kind === 'list') {
     return {
-      call: { kind: 'listing', group: 'list', name: 'read', args: { path: classified.path } },
+      call: { kind: 'listing', group: 'list', name: 'read', args: { path: located(classified) } },
     }
   }
   // Numbered, but not lines it can place: a tool's own read has changed its numbering.
   if (shown.garbled) return unrecognised(classified, 'lines numbered in one run')
-  const snapshot = await workspace?.read(classified.path)
+  const snapshot = await workspace?.read(located(classified))
   const fileLines = snapshot ? linesOf(snapshot.content) : undefined
   // Where the lines start, as the call or the lines say; a tail's, from the file's length.
   const placed = shown.start ?? placedStart(classified, shown.lines.length)
@@ -147,7 +147,7 @@ async function readFacts(
   // file that no longer shows its lines is placed nowhere.
   if (shown.lines.length === 0 && shown.total !== 0) return { call: { kind: 'other' } }
   if (placed === undefined) return { call: { kind: 'other' } }
-  const absPath = snapshot?.absPath ?? blindAbsPath(classified.path)
+  const absPath = snapshot?.absPath ?? blindAbsPath(located(classified))
   // Blind, the result shows the whole file when it says so, or when the call asked for no
   // range and got fewer lines than an agent's window (2000): nothing was cut.
   const whole =
@@ -399,6 +399,11 @@ function sameLine(shown: string, file: string | undefined): boolean {
 }
 
 /** Without a workspace, a path's identity is its normalised text. */
+/** Where a read's file is: its path, against the directory its shell command ran in. */
+function located(read: Extract<Classified, { kind: 'read' }>): string {
+  return read.dir === undefined ? read.path : posix.join(read.dir, read.path)
+}
+
 export function blindAbsPath(path: string): string {
   return posix.normalize(path.replaceAll('\\', '/'))
 }

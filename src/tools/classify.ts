@@ -17,7 +17,10 @@ interface JsonWrapped {
 export type Classified =
   | ({
       readonly kind: 'read'
+      /** As the call gave it: what a bracket names. */
       readonly path: string
+      /** A shell command's own directory (`cd DIR && …`): the path resolves against it. */
+      readonly dir?: string
       readonly start: number
       readonly end?: number
       /** A shell command's output: the lines are raw unless `numbered` (`cat -n`, `nl -ba`). */

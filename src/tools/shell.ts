@@ -34,12 +34,12 @@ export function shellCall(command: unknown): Classified {
   }
   const read = readOf(stages)
   if (!read) return OTHER
-  const path =
-    dir === undefined || posix.isAbsolute(read.path) ? read.path : posix.join(dir, read.path)
   const lines = read.lines
   return {
     kind: 'read',
-    path,
+    // The path as the command gave it (the bracket's); the directory it resolves against.
+    path: read.path,
+    ...(dir === undefined || posix.isAbsolute(read.path) ? {} : { dir }),
     // A tail's first line is not known from the call: 1 stands in, `tail` says so.
     start: 'start' in lines ? lines.start : 1,
     ...('end' in lines && lines.end !== undefined ? { end: lines.end } : {}),

@@ -5,6 +5,8 @@
  * from are in test/unit/real-traces.test.ts.
  */
 import assert from 'node:assert/strict'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { resultFacts, type FileViews } from '../../src/pipeline/facts.js'
 import { classifyCall, defaultProfile, shellCall } from '../../src/tools/index.js'
@@ -16,10 +18,11 @@ const none = new Map<string, ToolDefinition>()
 const views: FileViews = { content: async () => undefined }
 
 describe('shellCall: the forms of a shell read', () => {
-  test('a read behind `cd DIR &&` or `cd DIR;` resolves its path against DIR', () => {
-    const read = (path: string, start: number, end?: number) => ({
+  test('a read behind `cd DIR &&` or `cd DIR;` keeps its path as given, and DIR', () => {
+    const read = (path: string, dir: string | undefined, start: number, end?: number) => ({
       kind: 'read',
       path,
+      ...(dir === undefined ? {} : { dir }),
       start,
       ...(end === undefined ? {} : { end }),
       shell: true,
@@ -27,12 +30,12 @@ describe('shellCall: the forms of a shell read', () => {
     const forms: [string, object][] = [
       [
         "cd /testbed && sed -n '12,20p' django/db/mixins.py",
-        read('/testbed/django/db/mixins.py', 12, 20),
+        read('django/db/mixins.py', '/testbed', 12, 20),
       ],
-      ['cd /testbed; cat a.py', read('/testbed/a.py', 1)],
-      ['cd src && cat ../README.md', read('README.md', 1)],
-      ['cd /testbed && cat /etc/hosts', read('/etc/hosts', 1)],
-      ["bash -lc 'cd /w && head -n 3 a.py'", read('/w/a.py', 1, 3)],
+      ['cd /testbed; cat a.py', read('a.py', '/testbed', 1)],
+      ['cd src && cat ../README.md', read('../README.md', 'src', 1)],
+      ['cd /testbed && cat /etc/hosts', read('/etc/hosts', undefined, 1)],
+      ["bash -lc 'cd /w && head -n 3 a.py'", read('a.py', '/w', 1, 3)],
     ]
     for (const [command, want] of forms) assert.deepEqual(shellCall(command), want, command)
     assert.deepEqual(shellCall('cd /testbed && grep -n "def x" a.py'), {
@@ -190,6 +193,33 @@ describe('resultFacts: shell output in its wrapper', () => {
       98,
       100,
     ])
+  })
+
+  test("behind `cd DIR &&`, the bracket names the path as given and the file is DIR's", async () => {
+    // Blind: the file is known by the path joined to DIR, so a read of it by either path is one.
+    const blind = await facts("cd /testbed && sed -n '2,3p' src/a.py", mini(0, 'x\ny\n'))
+    assert.equal(blind.kind, 'read')
+    if (blind.kind === 'read')
+      assert.deepEqual([blind.path, blind.absPath], ['src/a.py', '/testbed/src/a.py'])
+    // Workspace mode: DIR is resolved within the workspace, as the call's own path would be.
+    const project = makeProject()
+    mkdirSync(join(project, 'sub'))
+    const workspace = await createWorkspace([project])
+    const call = JSON.stringify({ command: `cd ${project}/sub && head -n 2 ../util.ts` })
+    const read = (
+      await resultFacts(
+        classifyCall(defaultProfile, 'bash', call, none),
+        mini(0, 'export function util() {\n  return 1\n'),
+        defaultProfile,
+        workspace,
+        views,
+      )
+    ).call
+    assert.equal(read.kind, 'read')
+    if (read.kind === 'read') {
+      assert.deepEqual([read.path, read.absPath], ['../util.ts', `${project}/util.ts`])
+      assert.deepEqual([read.start, read.end, read.file?.lines], [1, 2, 3])
+    }
   })
 
   test("workspace mode: a tail is placed by the file's length, when the file still shows it", async () => {
