@@ -83,6 +83,8 @@ export interface HistoryState {
   readonly carried: number
   /** The agent's turns so far (its answers): about the requests the session has made. */
   readonly turns: number
+  /** The last message was the agent's: an answer right after it is the same turn. */
+  readonly inTurn: boolean
 }
 
 export interface Rebuilt {
@@ -313,6 +315,7 @@ async function assemble(
   let calls: ReadonlyMap<string, ToolCall> = start?.calls ?? new Map()
   let carried = start?.carried ?? 0
   let turns = start?.turns ?? 0
+  let inTurn = start?.inTurn ?? false
   let snapshot: HistoryState | undefined
   const stateNow = (seen: ReadonlyMap<string, number>, copy: boolean): HistoryState => ({
     table: copy ? table.clone() : table,
@@ -323,6 +326,7 @@ async function assemble(
     elision: input.elision,
     carried,
     turns,
+    inTurn,
   })
   const stubOf = new Map<string, string>()
   const pace = pacer()
@@ -340,7 +344,8 @@ async function assemble(
     if (index === input.snapshotAt && input.keys.snapshot)
       snapshot = stateNow(input.keys.snapshot, true)
     // Consecutive answers (one Responses item per call) are one turn, their calls answered together.
-    if (message.role === 'assistant' && messages[index - 1]?.role !== 'assistant') turns++
+    if (message.role === 'assistant' && !inTurn) turns++
+    inTurn = message.role === 'assistant'
     if (message.tool_calls?.length)
       calls = callsById(
         message.tool_calls,

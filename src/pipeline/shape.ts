@@ -129,14 +129,14 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
           ),
         ]
   let live = liveNow()
+  const newestTurn = elide ? newestTurnAt(view, upstream.offsets()) : undefined
+  // New messages but no answer among them: where the newest turn begins is in the whole
+  // history only, and the full path weighs the batch. Nothing new: nothing to weigh again.
+  const weighed = view.messages.length > 0
+  if (elide && start && weighed && newestTurn === undefined) return undefined
   const due =
-    elide && session.scope !== undefined
-      ? dueBatch(
-          live,
-          newestTurnAt(view, upstream.offsets(), upstream.total()),
-          elide,
-          rebuilt.state.turns,
-        )
+    elide && session.scope !== undefined && weighed
+      ? dueBatch(live, newestTurn ?? upstream.total(), elide, rebuilt.state.turns)
       : undefined
   if (due && start) return undefined
   if (due && session.scope !== undefined && elide) {
@@ -228,14 +228,14 @@ async function upstreamItems(
 }
 
 /**
- * Where the request's newest turn begins upstream (bytes): the item of its last assistant
- * message. Without one (a first request, a user's message), the whole request: everything in
- * it then counts as sent before, the costlier reading of a break.
+ * Where the request's newest turn begins upstream (bytes): the item of the last assistant
+ * message of `view`; undefined without one. A history without any (a first request) counts as
+ * sent before, whole: the costlier reading of a break.
  */
-function newestTurnAt(view: View, offsets: readonly number[], total: number): number {
+function newestTurnAt(view: View, offsets: readonly number[]): number | undefined {
   for (let i = view.messages.length - 1; i >= 0; i--)
-    if (view.messages[i]!.role === 'assistant') return offsets[view.origins[i]!] ?? total
-  return total
+    if (view.messages[i]!.role === 'assistant') return offsets[view.origins[i]!]
+  return undefined
 }
 
 /**
