@@ -94,4 +94,22 @@ describe('README', () => {
     }
     for (const kind of Object.keys(ERROR_KINDS)) assert.ok(readme.includes('`' + kind + '`'), kind)
   })
+
+  test("the flags table gives each flag's twin and default as the code has them", () => {
+    const rows = new Map<string, { env: string; fallback: string }>()
+    for (const line of readme.split('\n')) {
+      const cells = /^\| `--([a-z-]+)` +\| `([A-Z_]+)`[^|]*\| ([^|]+?) +\|/.exec(line)
+      if (cells) rows.set(cells[1]!, { env: cells[2]!, fallback: cells[3]! })
+    }
+    for (const [name, flag] of Object.entries(FLAGS)) {
+      const row = rows.get(name)
+      assert.ok(row, `--${name} has a row`)
+      assert.equal(row.env, flag.env, name)
+      // A literal default is the code's; none and off are its empty and false.
+      const literal = /^`([^`]*)`$/.exec(row.fallback)?.[1]
+      const shown = literal ?? { none: '', off: 'false' }[row.fallback]
+      if (flag.default === '' && shown !== '') continue // derived: `--upstream`, a state folder
+      assert.equal(shown, flag.default, `--${name}: ${row.fallback}`)
+    }
+  })
 })
