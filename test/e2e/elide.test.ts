@@ -177,6 +177,58 @@ describe('--elide on every door', () => {
   }
 })
 
+describe('a turn of parallel calls', () => {
+  const EAGER: ElideSettings = { ...ELIDE, thresholdTokens: 1, keepResults: 1, horizon: 200 }
+  const TURNS = 8
+  const parallel = (command: string) =>
+    Array.from({ length: 100 }, (_, i) => `${command} line ${i + 1}`).join('\n')
+
+  for (const door of DOORS) {
+    test(`${door.name}: none of its results is elided in the request that first carries them`, async () => {
+      const upstream = await startFakeUpstream()
+      let n = 0
+      upstream.setScript((request) => {
+        const step = n++
+        if (step >= TURNS) return door.respond(request, { text: 'Done.' }, step)
+        const calls = [0, 1, 2].map((j) => ({
+          id: `call_${step}_${j}`,
+          name: 'Bash',
+          args: { command: `log ${step} ${j}` },
+        }))
+        return door.respond(request, { calls }, step)
+      })
+      const store = await createStore('memory:', { idleTtlMs: DAY })
+      const proxy = await startProxy({ upstreamUrl: upstream.url, store, elide: EAGER })
+      const client = door.client({ stream: false })
+      client.user('work')
+      try {
+        for (let turn = 0; turn <= TURNS; turn++) {
+          const answer = await client.send(proxy.url)
+          assert.equal(answer.status, 200, answer.raw.slice(0, 300))
+          if (answer.calls.length === 0) break
+          client.results(
+            answer.calls,
+            answer.calls.map((call) => parallel(String(call.args.command))),
+          )
+        }
+      } finally {
+        await proxy.close()
+        await upstream.close()
+      }
+      const sent = upstream.requests.filter((r) => r.path.endsWith(door.upstreamPath))
+      assert.equal(sent.length, TURNS + 1)
+      for (const [i, request] of sent.slice(1).entries()) {
+        const results = door.results(request)
+        // The newest turn's three results, as the model must first see them: whole.
+        for (const [j, text] of results.slice(-3).entries())
+          assert.ok(text.includes(`log ${i} ${j} line 100`), `request ${i + 1}, call ${j}: ${text}`)
+      }
+      // Older results were elided all the same.
+      assert.match(door.results(sent.at(-1)!).join('\n'), /Elided; recall shows it\./)
+    })
+  }
+})
+
 describe('when a batch pays', () => {
   /** Results one after another upstream, 200 bytes apart (each one's call between them). */
   const live = (chars: number[], standInChars = 40) => {
