@@ -9,6 +9,8 @@ import { createHash } from 'node:crypto'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
+import { FLAGS } from '../../src/config/flags.js'
+import { elideSettings } from '../../src/config/pipeline.js'
 import { createLogger } from '../../src/log.js'
 import { createRecorder } from '../../src/record/recorder.js'
 import { runReplay } from '../../src/replay/command.js'
@@ -337,3 +339,166 @@ for (const { model, reminders } of MODELS) {
     )
   })
 }
+
+/**
+ * The same CLI with --elide (its defaults): a session with a turn of two parallel calls and a
+ * recall of a result elided by then. The history changes only where a batch is made; a turn's
+ * results reach the model whole; the recall shows the elided read in full.
+ */
+describe(`${pkg.name}@${pkg.version} with --elide, run for real through /v1/messages`, () => {
+  test(
+    'batches of stand-ins, parallel results whole, recall of an elided read',
+    { timeout: RUN_TIMEOUT_MS + 40_000 },
+    async () => {
+      const binary = agentBinary('claude')
+      const project = makeLiveProject('claude')
+      const bash = (command: string) => ({ name: 'Bash', input: { command, description: command } })
+      const steps: ((messages: any[]) => Call[] | string)[] = [
+        () => [{ name: 'Read', input: { file_path: project.big } }],
+        () => [bash(`seq -f '${LINE}' 1 390`)],
+        () => [bash(`seq -f '${LINE}' 400 790`), bash(`seq -f '${LINE}' 1200 1590`)],
+        () => [bash(`seq -f '${LINE}' 800 1190`)],
+        () => [{ name: 'recall', input: { id: '#0001' } }],
+        () => FINAL,
+      ]
+      const stop = new AbortController()
+      const errors: string[] = []
+      const main: RecordedRequest[] = []
+      const fake = await startFakeUpstream((request, index) => {
+        const side = claudeSideAnswer(request)
+        if (side) return side
+        const json = request.json
+        let say: Call[] | string = 'Side answer.'
+        if (isMain(json)) {
+          main.push(request)
+          const turns = json.messages.filter(
+            (m: any) =>
+              m.role === 'assistant' &&
+              Array.isArray(m.content) &&
+              m.content.some((b: any) => b.type === 'tool_use'),
+          ).length
+          const step = steps[turns]
+          if (!step) {
+            errors.push(`no step ${turns}`)
+            stop.abort(`no step ${turns}`)
+            return { status: 500, body: '{"type":"error","error":{"type":"api_error"}}' }
+          }
+          say = step(json.messages)
+        }
+        const content: Block[] =
+          typeof say === 'string'
+            ? [{ type: 'text', text: say }]
+            : [
+                { type: 'text', text: `Step ${main.length}.` },
+                ...say.map((call, k): Block => ({
+                  type: 'tool_use',
+                  id: `toolu_elide_${index}_${k}`,
+                  name: call.name,
+                  input: call.input,
+                })),
+              ]
+        return claudeAnswer(request, content, index)
+      })
+      const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
+        idleTtlMs: DAY,
+      })
+      const elide = elideSettings({
+        elide: true,
+        elideThreshold: Number(FLAGS['elide-threshold'].default),
+        elideKeep: Number(FLAGS['elide-keep'].default),
+        elideHorizon: Number(FLAGS['elide-horizon'].default),
+        cachedDiscount: Number(FLAGS['cached-discount'].default),
+        cacheWritePremium: Number(FLAGS['cache-write-premium'].default),
+      })!
+      const proxy = await startProxy({
+        upstreamUrl: fake.url,
+        store,
+        workspace: await createWorkspace([project.root]),
+        elide,
+      })
+      const tap = await startTap(proxy.url, (exchange) => {
+        if (exchange.status !== 200)
+          stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 300)}`)
+      })
+      try {
+        const run = await runAgent(
+          binary,
+          [
+            '-p',
+            'Work through the task.',
+            '--model',
+            'claude-sonnet-4-5',
+            '--output-format',
+            'json',
+            '--dangerously-skip-permissions',
+          ],
+          {
+            cwd: project.root,
+            env: claudeCodeEnv(project.home, tap.url),
+            timeoutMs: RUN_TIMEOUT_MS,
+            stop: stop.signal,
+          },
+        )
+        const about = describeRun(run) + '\n' + errors.join('\n')
+        assert.deepEqual(errors, [], about)
+        assert.equal(run.code, 0, about)
+        assert.ok(run.stdout.includes(FINAL), about)
+        assert.equal(main.length, steps.length, about)
+
+        const texts = main.map((request) => results(request.json).map(resultText))
+        const standIns = texts.map((list) => list.filter((t) => STAND_IN.test(t)).length)
+        // The history changes only in a request that elides more: one break per batch. (The
+        // upstream has one request more than the CLI sent: the recall's round.)
+        const client = tap.exchanges.filter((e) => isMain(e.json)).map((e) => e.json)
+        const own = clientChanges(client)
+        for (let i = 1; i < main.length; i++) {
+          const before: any[] = main[i - 1]!.json.messages
+          const after: any[] = main[i]!.json.messages
+          const changed = before.flatMap((message, k) =>
+            own.has(k) || unmarked(message) === unmarked(after[k]) ? [] : [k],
+          )
+          if (standIns[i]! <= standIns[i - 1]!)
+            assert.deepEqual(changed, [], `request ${i + 1} elided nothing new`)
+        }
+        assert.ok(Math.max(...standIns) >= 2, `stand-ins per request: ${standIns}`)
+        // The parallel turn's two results, in the request that first carries them: whole.
+        const parallel = texts[3]!
+        assert.equal(parallel.length, 4)
+        // (Claude Code runs them at once: their results come in the order they end.)
+        const ends = parallel
+          .slice(2)
+          .map((text) => /\nline (\d+) of a long output\s*$/.exec(text.replace(REMINDERS, ''))?.[1])
+        assert.deepEqual(ends.sort(), ['1590', '790'], parallel.slice(2).join('\n').slice(0, 300))
+        for (const [k, text] of parallel.slice(2).entries())
+          assert.match(
+            text,
+            new RegExp(`^\\[${hex(k + 3)}\\]\\nline (400|1200) of a long output\\n`),
+          )
+        // The read the recall asks for is elided by then; the recall shows it whole.
+        const last = texts.at(-1)!
+        assert.match(
+          last[0]!,
+          new RegExp(
+            `^\\[#0001 ${project.big} lines 1-301 of 301 sha [0-9a-f]{8}\\] Elided; recall shows it\\.$`,
+          ),
+        )
+        const recalled = last.find((t) => t.startsWith('[#0006 recall #0001 '))
+        assert.ok(recalled, last.map((t) => t.slice(0, 60)).join('\n'))
+        // In full: the read as the CLI returned it (its reminder after the lines too).
+        assert.match(recalled, /^\[#0006 recall #0001 lines 1-(\d+) of \1\]\n1\t/)
+        assert.ok(recalled.includes(readFileSync(project.big, 'utf8').split('\n')[150]!))
+        for (const exchange of tap.exchanges)
+          assert.ok(!exchange.response.includes('"recall"'), 'a recall reached the CLI')
+      } finally {
+        await tap.close()
+        await proxy.close()
+        await store.close()
+        await fake.close()
+        rmSync(dirname(project.root), { recursive: true, force: true })
+      }
+    },
+  )
+})
+
+const STAND_IN = / Elided; recall shows it\.$/
+const LINE = 'line %g of a long output'
