@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
+import { FLAGS } from '../../src/config/flags.js'
+import { elideSettings } from '../../src/config/pipeline.js'
 import { createLogger } from '../../src/log.js'
 import { createRecorder } from '../../src/record/recorder.js'
 import { runReplay } from '../../src/replay/command.js'
@@ -249,6 +251,87 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       assert.equal(rebuilt.kept, 1)
       assert.ok(rebuilt.tokens < client.tokens, `${rebuilt.tokens} ≥ ${client.tokens}`)
       assert.ok(elided.breaks >= 1 && totals.elisions.results >= 1)
+    } finally {
+      await proxy.close()
+      await upstream.close()
+      rmSync(dirname(project.root), { recursive: true, force: true })
+    }
+  })
+})
+
+describe('the real Codex CLI with --elide, through /v1/responses', () => {
+  test('batches of stand-ins where they elide, recall of an elided output in full', async () => {
+    const binary = agentBinary('codex')
+    const project = makeLiveProject('codex')
+    const long = (from: number) => `seq -f 'line %g of a long output' ${from} ${from + 390}`
+    const froms = [1, 1000, 2000, 3000, 4000]
+    const commands = froms.map(long)
+    const say = (request: RecordedRequest): ResponsesSay => {
+      const step = request.json.input.filter((i: any) => i.type === 'function_call').length
+      if (step < commands.length)
+        return {
+          calls: [
+            { name: 'exec_command', args: { cmd: commands[step] }, id: `call_el_${step + 1}` },
+          ],
+        }
+      if (step === commands.length) return { calls: [{ name: 'recall', args: { id: '#0001' } }] }
+      return { text: 'Session done.' }
+    }
+    const upstream = await startFakeUpstream((request) => {
+      if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
+      const output = [...outputOf(say(request))]
+      return { sse: responsesEvents(`resp_${upstream.requests.length}`, output), done: false }
+    })
+    const elide = elideSettings({
+      elide: true,
+      elideThreshold: Number(FLAGS['elide-threshold'].default),
+      elideKeep: Number(FLAGS['elide-keep'].default),
+      elideHorizon: Number(FLAGS['elide-horizon'].default),
+      cachedDiscount: Number(FLAGS['cached-discount'].default),
+      cacheWritePremium: Number(FLAGS['cache-write-premium'].default),
+    })!
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+      elide,
+    })
+    try {
+      const run = promisify(execFile)(binary, codexArgs(proxy.url, 'work through the session'), {
+        cwd: project.root,
+        env: { ...process.env, CODEX_HOME: project.home, LEMBAS_TEST_KEY: 'test-key' },
+        timeout: 90_000,
+      })
+      run.child.stdin?.end()
+      const { stdout } = await run
+      assert.match(stdout, /Session done\./)
+      assert.doesNotMatch(stdout, /recall/)
+      const sent = responsesRequests(upstream.requests)
+      assert.equal(sent.length, commands.length + 2)
+      const outputs = (json: any): string[] =>
+        json.input
+          .filter((i: any) => i.type === 'function_call_output')
+          .map((i: any) => (typeof i.output === 'string' ? i.output : JSON.stringify(i.output)))
+      const standIns = sent.map(
+        (json) => outputs(json).filter((text) => / Elided; recall shows it\.$/.test(text)).length,
+      )
+      // Every request repeats the one before but where a batch elides more: one break each.
+      const violations = inputPrefixViolations(upstream.requests)
+      for (const violation of violations) {
+        const request = Number(/^request (\d+)/.exec(violation)?.[1])
+        assert.ok(standIns[request - 1]! > standIns[request - 2]!, violation)
+      }
+      assert.ok(violations.length >= 1, `stand-ins per request: ${standIns}`)
+      // The newest output is whole in the request that first carries it.
+      sent.slice(1, commands.length + 1).forEach((json, i) => {
+        const text = outputs(json).at(-1)!
+        assert.ok(text.includes(`line ${froms[i]! + 390} of a long output`), text.slice(0, 200))
+        assert.ok(text.startsWith(`[#000${i + 1}]`), text.slice(0, 40))
+      })
+      // #0001 is elided by the end; the recall shows it whole.
+      const last = outputs(sent.at(-1))
+      assert.equal(last[0], '[#0001] Elided; recall shows it.')
+      assert.match(last.at(-1)!, /^\[#0006 recall #0001 lines 1-\d+ of \d+\]\n/)
+      assert.ok(last.at(-1)!.includes('line 391 of a long output'), last.at(-1)!.slice(0, 200))
     } finally {
       await proxy.close()
       await upstream.close()
