@@ -65,7 +65,9 @@ export function liveResults(
 }
 
 /**
- * The keys of a batch due now, or undefined. `newestTurn` is where the request's newest turn
+ * The keys of a batch due now, or undefined: of the old results, the newest ones from where a
+ * batch pays most (an older result whose break would cost more stays for a later batch).
+ * `newestTurn` is where the request's newest turn
  * begins upstream (bytes): the agent's last message and what follows it, which the previous
  * request did not carry. Those results are never elided (the model has not seen them), and
  * they are sent uncached with or without a batch. A batch breaks the prompt cache once, where
@@ -89,17 +91,24 @@ export function dueBatch(
       .slice(0, Math.max(0, live.length - settings.keepResults))
       .filter((r) => r.offset < newestTurn),
   )
-  const first = old[0]
-  if (!first) return undefined
+  if (old.length === 0) return undefined
   const oldChars = old.reduce((sum, result) => sum + result.chars, 0)
   if (oldChars / CHARS_PER_TOKEN < settings.thresholdTokens) return undefined
-  const standIns = old.reduce((sum, result) => sum + result.standInChars, 0)
-  const saved = (oldChars - standIns) / CHARS_PER_TOKEN
-  const after = (newestTurn - first.offset) / CHARS_PER_TOKEN - saved
   const horizon = Math.min(settings.horizon, turns)
-  const gain = saved * (1 - settings.cachedDiscount) * horizon
-  const cost = Math.max(0, after) * (settings.cachedDiscount + settings.writePremium)
-  return gain >= cost ? old : undefined
+  // Each batch of the newest old results (from the j-th on), weighed: the one that pays most.
+  let best: { net: number; from: number } | undefined
+  let chars = 0
+  let standIns = 0
+  for (let j = old.length - 1; j >= 0; j--) {
+    chars += old[j]!.chars
+    standIns += old[j]!.standInChars
+    const saved = (chars - standIns) / CHARS_PER_TOKEN
+    const after = (newestTurn - old[j]!.offset) / CHARS_PER_TOKEN - saved
+    const gain = saved * (1 - settings.cachedDiscount) * horizon
+    const cost = Math.max(0, after) * (settings.cachedDiscount + settings.writePremium)
+    if (gain >= cost && (!best || gain - cost >= best.net)) best = { net: gain - cost, from: j }
+  }
+  return best && old.slice(best.from)
 }
 
 /**

@@ -280,6 +280,34 @@ describe('when a batch pays', () => {
     assert.equal(dueBatch(results.slice(0, 2), end, all), undefined)
   })
 
+  test('the newest old results go where taking the older ones too would not pay', () => {
+    const all = { ...ELIDE, thresholdTokens: 1, keepResults: 1, horizon: 5 }
+    // k0, then 40,000 bytes of the agent's own messages, then k1 and the newest turn's k2.
+    const at = (key: string, id: string, chars: number, offset: number) => ({
+      key,
+      id,
+      chars,
+      standInChars: 40,
+      item: offset,
+      offset,
+    })
+    const results = [
+      at('k0', '#0001', 2000, 0),
+      at('k1', '#0002', 8000, 42_000),
+      at('k2', '#0003', 8000, 50_500),
+    ]
+    // Both: 10k tokens sent again to save 2.5k; k1 alone saves 2k and sends 60 again.
+    assert.deepEqual(
+      dueBatch(results, 50_200, all)?.map((r) => r.key),
+      ['k1'],
+    )
+    // A longer horizon pays for reaching back to k0 as well.
+    assert.deepEqual(
+      dueBatch(results, 50_200, { ...all, horizon: 200 })?.map((r) => r.key),
+      ['k0', 'k1'],
+    )
+  })
+
   test('a result a stub names goes only with the stub', () => {
     const all = { ...ELIDE, thresholdTokens: 1, keepResults: 1, horizon: 20 }
     // k2 is a re-read of k0 sent as a stub, k3 the newest result.
