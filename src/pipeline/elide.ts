@@ -34,6 +34,7 @@ export interface Live {
 
 /** A rendering's id, at the start of its bracket. */
 const ID = /^\[(#[0-9a-f]+)/
+
 /** Characters per token for the decision: an estimate, the same on every replica. */
 const CHARS_PER_TOKEN = 4
 /** A rendering shorter than this many of its stand-ins stays: eliding it would save too little. */
@@ -67,10 +68,10 @@ export function liveResults(
 /**
  * The keys of a batch due now, or undefined: of the old results, the newest ones from where a
  * batch pays most (an older result whose break would cost more stays for a later batch).
- * `newestTurn` is where the request's newest turn
- * begins upstream (bytes): the agent's last message and what follows it, which the previous
- * request did not carry. Those results are never elided (the model has not seen them), and
- * they are sent uncached with or without a batch. A batch breaks the prompt cache once, where
+ * `newestTurn` is where the request's newest turn begins upstream (bytes): the agent's last
+ * message and what follows it, which the previous request did not carry. Those results are
+ * never elided (the model has not seen them), and they are sent uncached with or without a
+ * batch. A batch breaks the prompt cache once, where
  * its first result stands: the tokens from there to the newest turn are sent (and written to
  * the cache) again. It pays when what it takes out, over the horizon, costs more than that:
  *   saved × (1 − cachedDiscount) × horizon ≥ after × (cachedDiscount + writePremium)
@@ -132,6 +133,6 @@ function batchOf(live: readonly Live[], candidates: readonly Live[]): Live[] {
 /** A result's stand-in: its first bracket (id, and a read's path and lines) and the notice. */
 export function standIn(rendering: string, settings: ElideSettings): string {
   const bracket = /^\[[^\]\n]*\]/.exec(rendering)?.[0] ?? ''
-  const id = /^\[(#[0-9a-f]+)/.exec(bracket)?.[1] ?? ''
+  const id = ID.exec(bracket)?.[1] ?? ''
   return settings.standIn.replaceAll('{bracket}', bracket).replaceAll('{id}', id)
 }

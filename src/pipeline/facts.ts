@@ -398,12 +398,12 @@ function sameLine(shown: string, file: string | undefined): boolean {
   return file !== undefined && (shown === file || shown.trimEnd() === file.trimEnd())
 }
 
-/** Without a workspace, a path's identity is its normalised text. */
 /** Where a read's file is: its path, against the directory its shell command ran in. */
 function located(read: Extract<Classified, { kind: 'read' }>): string {
   return read.dir === undefined ? read.path : posix.join(read.dir, read.path)
 }
 
+/** Without a workspace, a path's identity is its normalised text. */
 export function blindAbsPath(path: string): string {
   return posix.normalize(path.replaceAll('\\', '/'))
 }
