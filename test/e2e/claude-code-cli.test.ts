@@ -9,8 +9,6 @@ import { createHash } from 'node:crypto'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
-import { FLAGS } from '../../src/config/flags.js'
-import { elideSettings } from '../../src/config/pipeline.js'
 import { createLogger } from '../../src/log.js'
 import { createRecorder } from '../../src/record/recorder.js'
 import { runReplay } from '../../src/replay/command.js'
@@ -19,7 +17,7 @@ import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { claudeAnswer, claudeSideAnswer, type Block } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { fullPathRequests, startProxy } from '../helpers/proxy.js'
+import { defaultElide, fullPathRequests, startProxy } from '../helpers/proxy.js'
 import {
   AGENT_PACKAGES,
   agentBinary,
@@ -39,7 +37,7 @@ const RECALL_FROM = 700
 type Call = { name: string; input: Record<string, unknown> }
 
 /** The session the model plays: one step per main request, told by the tool turns so far. */
-function plan(project: LiveProject): ((messages: any[]) => Call | string)[] {
+function plan(project: LiveProject): ((messages: any[]) => Say)[] {
   const { big, util, root } = project
   const bash = (command: string) => ({ name: 'Bash', input: { command, description: command } })
   return [
@@ -87,6 +85,81 @@ function resultText(block: any): string {
   return typeof block.content === 'string'
     ? block.content
     : block.content.map((p: any) => p.text ?? '').join('\n')
+}
+
+/** A step's answer: a call, several at once, or the final text. */
+type Say = Call | Call[] | string
+
+/**
+ * The fake model: each main request (the CLI's side requests get their own answers) is answered
+ * by the step its tool turns so far name; a step that fails stops the run, with the error kept.
+ */
+function scriptedClaude(
+  steps: readonly ((messages: any[]) => Say)[],
+  run: { main: RecordedRequest[]; errors: string[]; stop: AbortController },
+) {
+  return (request: RecordedRequest, index: number) => {
+    const side = claudeSideAnswer(request)
+    if (side) return side
+    const json = request.json
+    let say: Say = 'Side answer.'
+    if (isMain(json)) {
+      run.main.push(request)
+      const turns = json.messages.filter(
+        (m: any) =>
+          m.role === 'assistant' &&
+          Array.isArray(m.content) &&
+          m.content.some((b: any) => b.type === 'tool_use'),
+      ).length
+      try {
+        const step = steps[turns]
+        if (!step) throw new Error(`no step ${turns}`)
+        say = step(json.messages)
+      } catch (error) {
+        run.errors.push(String(error))
+        run.stop.abort(String(error))
+        return { status: 500, body: '{"type":"error","error":{"type":"api_error"}}' }
+      }
+    }
+    const calls = typeof say === 'string' ? [] : Array.isArray(say) ? say : [say]
+    const content: Block[] =
+      typeof say === 'string'
+        ? [{ type: 'text', text: say }]
+        : [
+            { type: 'text', text: `Step ${run.main.length}.` },
+            ...calls.map((call, k): Block => ({
+              type: 'tool_use',
+              // One call keeps the id it always had; several are told apart by their place.
+              id: calls.length === 1 ? `toolu_live_${index}` : `toolu_live_${index}_${k}`,
+              name: call.name,
+              input: call.input,
+            })),
+          ]
+    return claudeAnswer(request, content, index)
+  }
+}
+
+/** `claude -p` headless on `model`, through `url` (the tap in front of the proxy). */
+function runClaude(
+  binary: string,
+  project: LiveProject,
+  url: string,
+  model: string,
+  stop: AbortSignal,
+) {
+  return runAgent(
+    binary,
+    [
+      '-p',
+      'Work through the task.',
+      '--model',
+      model,
+      '--output-format',
+      'json',
+      '--dangerously-skip-permissions',
+    ],
+    { cwd: project.root, env: claudeCodeEnv(project.home, url), timeoutMs: RUN_TIMEOUT_MS, stop },
+  )
 }
 
 const isMain = (json: any) => {
@@ -168,38 +241,7 @@ for (const { model, reminders } of MODELS) {
         const stop = new AbortController()
         const errors: string[] = []
         const main: RecordedRequest[] = []
-        const fake = await startFakeUpstream((request, index) => {
-          const side = claudeSideAnswer(request)
-          if (side) return side
-          const json = request.json
-          let say: Call | string = 'Side answer.'
-          if (isMain(json)) {
-            main.push(request)
-            const turns = json.messages.filter(
-              (m: any) =>
-                m.role === 'assistant' &&
-                Array.isArray(m.content) &&
-                m.content.some((b: any) => b.type === 'tool_use'),
-            ).length
-            try {
-              const step = steps[turns]
-              if (!step) throw new Error(`no step ${turns}`)
-              say = step(json.messages)
-            } catch (error) {
-              errors.push(String(error))
-              stop.abort(String(error))
-              return { status: 500, body: '{"type":"error","error":{"type":"api_error"}}' }
-            }
-          }
-          const content: Block[] =
-            typeof say === 'string'
-              ? [{ type: 'text', text: say }]
-              : [
-                  { type: 'text', text: `Step ${main.length}.` },
-                  { type: 'tool_use', id: `toolu_live_${index}`, name: say.name, input: say.input },
-                ]
-          return claudeAnswer(request, content, index)
-        })
+        const fake = await startFakeUpstream(scriptedClaude(steps, { main, errors, stop }))
         const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
           idleTtlMs: DAY,
         })
@@ -220,24 +262,7 @@ for (const { model, reminders } of MODELS) {
             stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 300)}`)
         })
         try {
-          const run = await runAgent(
-            binary,
-            [
-              '-p',
-              'Work through the task.',
-              '--model',
-              model,
-              '--output-format',
-              'json',
-              '--dangerously-skip-permissions',
-            ],
-            {
-              cwd: project.root,
-              env: claudeCodeEnv(project.home, tap.url),
-              timeoutMs: RUN_TIMEOUT_MS,
-              stop: stop.signal,
-            },
-          )
+          const run = await runClaude(binary, project, tap.url, model, stop.signal)
           if (process.env['LEMBAS_LIVE_DUMP'])
             writeFileSync(
               join(process.env['LEMBAS_LIVE_DUMP'], `claude-${model}.json`),
@@ -353,7 +378,7 @@ describe(`${pkg.name}@${pkg.version} with --elide, run for real through /v1/mess
       const binary = agentBinary('claude')
       const project = makeLiveProject('claude')
       const bash = (command: string) => ({ name: 'Bash', input: { command, description: command } })
-      const steps: ((messages: any[]) => Call[] | string)[] = [
+      const steps: ((messages: any[]) => Say)[] = [
         () => [{ name: 'Read', input: { file_path: project.big } }],
         () => [bash(`seq -f '${LINE}' 1 390`)],
         () => [bash(`seq -f '${LINE}' 400 790`), bash(`seq -f '${LINE}' 1200 1590`)],
@@ -364,81 +389,22 @@ describe(`${pkg.name}@${pkg.version} with --elide, run for real through /v1/mess
       const stop = new AbortController()
       const errors: string[] = []
       const main: RecordedRequest[] = []
-      const fake = await startFakeUpstream((request, index) => {
-        const side = claudeSideAnswer(request)
-        if (side) return side
-        const json = request.json
-        let say: Call[] | string = 'Side answer.'
-        if (isMain(json)) {
-          main.push(request)
-          const turns = json.messages.filter(
-            (m: any) =>
-              m.role === 'assistant' &&
-              Array.isArray(m.content) &&
-              m.content.some((b: any) => b.type === 'tool_use'),
-          ).length
-          const step = steps[turns]
-          if (!step) {
-            errors.push(`no step ${turns}`)
-            stop.abort(`no step ${turns}`)
-            return { status: 500, body: '{"type":"error","error":{"type":"api_error"}}' }
-          }
-          say = step(json.messages)
-        }
-        const content: Block[] =
-          typeof say === 'string'
-            ? [{ type: 'text', text: say }]
-            : [
-                { type: 'text', text: `Step ${main.length}.` },
-                ...say.map((call, k): Block => ({
-                  type: 'tool_use',
-                  id: `toolu_elide_${index}_${k}`,
-                  name: call.name,
-                  input: call.input,
-                })),
-              ]
-        return claudeAnswer(request, content, index)
-      })
+      const fake = await startFakeUpstream(scriptedClaude(steps, { main, errors, stop }))
       const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
         idleTtlMs: DAY,
       })
-      const elide = elideSettings({
-        elide: true,
-        elideThreshold: Number(FLAGS['elide-threshold'].default),
-        elideKeep: Number(FLAGS['elide-keep'].default),
-        elideHorizon: Number(FLAGS['elide-horizon'].default),
-        cachedDiscount: Number(FLAGS['cached-discount'].default),
-        cacheWritePremium: Number(FLAGS['cache-write-premium'].default),
-      })!
       const proxy = await startProxy({
         upstreamUrl: fake.url,
         store,
         workspace: await createWorkspace([project.root]),
-        elide,
+        elide: defaultElide(),
       })
       const tap = await startTap(proxy.url, (exchange) => {
         if (exchange.status !== 200)
           stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 300)}`)
       })
       try {
-        const run = await runAgent(
-          binary,
-          [
-            '-p',
-            'Work through the task.',
-            '--model',
-            'claude-sonnet-4-5',
-            '--output-format',
-            'json',
-            '--dangerously-skip-permissions',
-          ],
-          {
-            cwd: project.root,
-            env: claudeCodeEnv(project.home, tap.url),
-            timeoutMs: RUN_TIMEOUT_MS,
-            stop: stop.signal,
-          },
-        )
+        const run = await runClaude(binary, project, tap.url, 'claude-sonnet-4-5', stop.signal)
         const about = describeRun(run) + '\n' + errors.join('\n')
         assert.deepEqual(errors, [], about)
         assert.equal(run.code, 0, about)

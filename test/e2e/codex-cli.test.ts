@@ -6,8 +6,6 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
-import { FLAGS } from '../../src/config/flags.js'
-import { elideSettings } from '../../src/config/pipeline.js'
 import { createLogger } from '../../src/log.js'
 import { createRecorder } from '../../src/record/recorder.js'
 import { runReplay } from '../../src/replay/command.js'
@@ -25,8 +23,8 @@ import {
   responsesRequests,
   type ResponsesSay,
 } from '../helpers/fake-responses.js'
-import { fullPathRequests, startProxy, type TestProxy } from '../helpers/proxy.js'
-import { agentBinary, makeLiveProject } from './live/agents.js'
+import { defaultElide, fullPathRequests, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { agentBinary, makeLiveProject, type LiveProject } from './live/agents.js'
 
 /** The real Codex CLI, installed by the test set-up beside the other agents' CLIs. */
 let codexBin = ''
@@ -166,11 +164,7 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
         return { calls: [{ name: 'recall', args: { id: '#0008', offset: 700, limit: 3 } }] }
       return { text: 'Session done.' }
     }
-    const upstream = await startFakeUpstream((request) => {
-      if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
-      const output = [...outputOf(say(request))]
-      return { sse: responsesEvents(`resp_${upstream.requests.length}`, output), done: false }
-    })
+    const upstream = await scriptedCodex(say)
     const stats = createStats()
     const lines: string[] = []
     const log = createLogger('info', (line) => void lines.push(line))
@@ -184,13 +178,7 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       log,
     })
     try {
-      const run = promisify(execFile)(binary, codexArgs(proxy.url, 'work through the session'), {
-        cwd: project.root,
-        env: { ...process.env, CODEX_HOME: project.home, LEMBAS_TEST_KEY: 'test-key' },
-        timeout: 90_000,
-      })
-      run.child.stdin?.end()
-      const { stdout } = await run
+      const stdout = await runCodex(binary, project, proxy.url)
       if (process.env['LEMBAS_LIVE_DUMP'])
         writeFileSync(
           join(process.env['LEMBAS_LIVE_DUMP'], 'codex.json'),
@@ -199,9 +187,7 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       assert.match(stdout, /Session done\./)
       assert.deepEqual(inputPrefixViolations(upstream.requests), [])
       const last = responsesRequests(upstream.requests).at(-1)
-      const texts: string[] = last.input
-        .filter((i: any) => i.type === 'function_call_output')
-        .map((i: any) => (typeof i.output === 'string' ? i.output : JSON.stringify(i.output)))
+      const texts = outputsOf(last)
       assert.equal(texts.length, commands.length + 1)
       texts.forEach((text, i) =>
         assert.match(text, new RegExp(`^\\[#${(i + 1).toString(16).padStart(4, '0')}[ \\]]`)),
@@ -277,42 +263,20 @@ describe('the real Codex CLI with --elide, through /v1/responses', () => {
       if (step === commands.length) return { calls: [{ name: 'recall', args: { id: '#0001' } }] }
       return { text: 'Session done.' }
     }
-    const upstream = await startFakeUpstream((request) => {
-      if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
-      const output = [...outputOf(say(request))]
-      return { sse: responsesEvents(`resp_${upstream.requests.length}`, output), done: false }
-    })
-    const elide = elideSettings({
-      elide: true,
-      elideThreshold: Number(FLAGS['elide-threshold'].default),
-      elideKeep: Number(FLAGS['elide-keep'].default),
-      elideHorizon: Number(FLAGS['elide-horizon'].default),
-      cachedDiscount: Number(FLAGS['cached-discount'].default),
-      cacheWritePremium: Number(FLAGS['cache-write-premium'].default),
-    })!
+    const upstream = await scriptedCodex(say)
     const proxy = await startProxy({
       upstreamUrl: upstream.url,
       store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
-      elide,
+      elide: defaultElide(),
     })
     try {
-      const run = promisify(execFile)(binary, codexArgs(proxy.url, 'work through the session'), {
-        cwd: project.root,
-        env: { ...process.env, CODEX_HOME: project.home, LEMBAS_TEST_KEY: 'test-key' },
-        timeout: 90_000,
-      })
-      run.child.stdin?.end()
-      const { stdout } = await run
+      const stdout = await runCodex(binary, project, proxy.url)
       assert.match(stdout, /Session done\./)
       assert.doesNotMatch(stdout, /recall/)
       const sent = responsesRequests(upstream.requests)
       assert.equal(sent.length, commands.length + 2)
-      const outputs = (json: any): string[] =>
-        json.input
-          .filter((i: any) => i.type === 'function_call_output')
-          .map((i: any) => (typeof i.output === 'string' ? i.output : JSON.stringify(i.output)))
       const standIns = sent.map(
-        (json) => outputs(json).filter((text) => / Elided; recall shows it\.$/.test(text)).length,
+        (json) => outputsOf(json).filter((text) => / Elided; recall shows it\.$/.test(text)).length,
       )
       // Every request repeats the one before but where a batch elides more: one break each.
       const violations = inputPrefixViolations(upstream.requests)
@@ -323,12 +287,12 @@ describe('the real Codex CLI with --elide, through /v1/responses', () => {
       assert.ok(violations.length >= 1, `stand-ins per request: ${standIns}`)
       // The newest output is whole in the request that first carries it.
       sent.slice(1, commands.length + 1).forEach((json, i) => {
-        const text = outputs(json).at(-1)!
+        const text = outputsOf(json).at(-1)!
         assert.ok(text.includes(`line ${froms[i]! + 390} of a long output`), text.slice(0, 200))
         assert.ok(text.startsWith(`[#000${i + 1}]`), text.slice(0, 40))
       })
       // #0001 is elided by the end; the recall shows it whole.
-      const last = outputs(sent.at(-1))
+      const last = outputsOf(sent.at(-1))
       assert.equal(last[0], '[#0001] Elided; recall shows it.')
       assert.match(last.at(-1)!, /^\[#0006 recall #0001 lines 1-\d+ of \d+\]\n/)
       assert.ok(last.at(-1)!.includes('line 391 of a long output'), last.at(-1)!.slice(0, 200))
@@ -339,6 +303,34 @@ describe('the real Codex CLI with --elide, through /v1/responses', () => {
     }
   })
 })
+
+/** A fake Responses API whose model says what `say` makes of each request. */
+async function scriptedCodex(say: (request: RecordedRequest) => ResponsesSay) {
+  const upstream: FakeUpstream = await startFakeUpstream((request) => {
+    if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
+    const output = [...outputOf(say(request))]
+    return { sse: responsesEvents(`resp_${upstream.requests.length}`, output), done: false }
+  })
+  return upstream
+}
+
+/** `codex exec` in the project, on the proxy at `url`: its stdout. */
+async function runCodex(binary: string, project: LiveProject, url: string): Promise<string> {
+  const run = promisify(execFile)(binary, codexArgs(url, 'work through the session'), {
+    cwd: project.root,
+    env: { ...process.env, CODEX_HOME: project.home, LEMBAS_TEST_KEY: 'test-key' },
+    timeout: 90_000,
+  })
+  run.child.stdin?.end()
+  return (await run).stdout
+}
+
+/** The texts of a Responses request's tool outputs, in order. */
+function outputsOf(json: any): string[] {
+  return json.input
+    .filter((i: any) => i.type === 'function_call_output')
+    .map((i: any) => (typeof i.output === 'string' ? i.output : JSON.stringify(i.output)))
+}
 
 /** codex exec with a provider at the proxy's /v1, on the Responses API. */
 function codexArgs(proxyUrl: string, task: string): string[] {

@@ -1,7 +1,8 @@
 import { serve } from '@hono/node-server'
 import type { AddressInfo } from 'node:net'
 import { loadLoop, loadPromptBlock } from '../../src/config/loop.js'
-import { pipelineSettings } from '../../src/config/pipeline.js'
+import { parseCommandLine } from '../../src/config/flags.js'
+import { elideSettings, pipelineSettings } from '../../src/config/pipeline.js'
 import { SpliceCache } from '../../src/pipeline/splice.js'
 import { createApp } from '../../src/http/app.js'
 import type { ElideSettings } from '../../src/pipeline/elide.js'
@@ -15,6 +16,13 @@ import type { Workspace } from '../../src/workspace/index.js'
 
 export const loop = loadLoop()
 export const promptBlock = loadPromptBlock()
+
+/** `--elide` with no other flag: the settings of the proxy's own defaults. */
+export function defaultElide(): ElideSettings {
+  const parsed = parseCommandLine(['--elide'], {})
+  if (parsed.kind !== 'run') throw new Error('--elide alone did not parse')
+  return elideSettings(parsed.config)!
+}
 
 export interface TestProxy {
   readonly url: string
