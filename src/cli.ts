@@ -105,7 +105,11 @@ async function run(config: Config): Promise<void> {
   const shared = inWorker ? workerStats((message) => process.send!(message)) : undefined
   const own = shared
     ? undefined
-    : createStats({ observe: config.observe, prices: pricesOf(config) })
+    : createStats({
+        observe: config.observe,
+        prices: pricesOf(config),
+        maxSessions: config.statsSessions,
+      })
   const stats = shared ?? own!
   const keeper =
     own && config.stats === 'store' && store.kind !== 'memory'
@@ -117,9 +121,12 @@ async function run(config: Config): Promise<void> {
     spliceBytes: config.spliceCacheBytes,
     coldBodiesBytes: config.coldBodiesBytes,
     observe: config.observe,
+    memoEntries: config.memoEntries,
   })
-  stats.watchCache('splice', () => settings.splice.bytes)
-  stats.watchCache('store', () => store.memory?.() ?? 0)
+  const { splice, memos } = settings
+  stats.watchCache('splice', () => ({ bytes: splice.bytes, entries: splice.entries }))
+  stats.watchCache('store', () => store.memory?.() ?? { bytes: 0, entries: 0 })
+  for (const [name, memo] of memos.named()) stats.watchCache(name, () => memo.size)
   const cold = settings.coldBodies
   stats.watchColdBodies(() => ({ bytes: cold.used, waiting: cold.waiting }))
   const app = createApp({
@@ -186,7 +193,11 @@ async function runWorkers(config: Config, log: ReturnType<typeof createLogger>):
       'config_invalid',
       '--workers: the memory: store is one per process; use sqlite (the default) or redis',
     )
-  const stats = createStats({ observe: config.observe, prices: pricesOf(config) })
+  const stats = createStats({
+    observe: config.observe,
+    prices: pricesOf(config),
+    maxSessions: config.statsSessions,
+  })
   const store = config.stats === 'store' ? await openStore(config) : undefined
   const keeper = store && (await keepStats(stats, store, `${config.host}:${config.port}`, log))
   runPrimary({

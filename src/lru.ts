@@ -72,6 +72,11 @@ export class Lru<V> {
     }
   }
 
+  /** Drops the least recently used until at most `maxEntries` are left. */
+  evictToSize(maxEntries: number): void {
+    while (this.#oldest && this.#nodes.size > maxEntries) this.#remove(this.#oldest)
+  }
+
   #remove(node: Node<V>): void {
     this.#nodes.delete(node.key)
     this.#unlink(node)

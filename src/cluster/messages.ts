@@ -1,3 +1,4 @@
+import type { CacheSize } from '../memo.js'
 import type { ColdBodies, FinishedRequest } from '../stats/index.js'
 
 /**
@@ -10,7 +11,7 @@ export type WorkerMessage =
   | { readonly lembas: 'store'; readonly calls: readonly (readonly [string, number, boolean])[] }
   | {
       readonly lembas: 'gauges'
-      readonly caches: Record<string, number>
+      readonly caches: Record<string, CacheSize>
       readonly coldBodies: ColdBodies
       /** The longest the worker's event loop was held since its previous report, in seconds. */
       readonly loopBlock: number

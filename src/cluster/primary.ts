@@ -62,7 +62,14 @@ export function runPrimary(options: PrimaryOptions): void {
         for (const name of Object.keys(message.caches)) {
           if (watched.has(name)) continue
           watched.add(name)
-          stats.watchCache(name, () => sum((g) => g.caches[name] ?? 0))
+          stats.watchCache(name, () => {
+            const of = (g: GaugesMessage) => g.caches[name]
+            const weighed = [...gauges.values()].some((g) => of(g)?.bytes !== undefined)
+            return {
+              entries: sum((g) => of(g)?.entries ?? 0),
+              bytes: weighed ? sum((g) => of(g)?.bytes ?? 0) : undefined,
+            }
+          })
         }
         return
       case 'ask':

@@ -6,6 +6,7 @@ import {
   type StatsSnapshot,
 } from '../stats/index.js'
 import { isPrimaryMessage, type WorkerMessage } from './messages.js'
+import type { CacheSize } from '../memo.js'
 
 /** How often a worker sends its store timings and gauges to the primary. */
 const REPORT_MS = 1000
@@ -21,7 +22,7 @@ const ASK_TIMEOUT_MS = 5000
 export function workerStats(send: (message: WorkerMessage) => void): StatsSink & {
   close(): void
 } {
-  const caches = new Map<string, () => number>()
+  const caches = new Map<string, () => CacheSize>()
   let coldBodies: () => ColdBodies = () => NO_COLD_BODIES
   let storeCalls: [string, number, boolean][] = []
   const waiting = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>()
@@ -42,7 +43,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   const report = () => {
     if (storeCalls.length > 0) send({ lembas: 'store', calls: storeCalls })
     storeCalls = []
-    const sizes = Object.fromEntries([...caches].map(([name, bytes]) => [name, bytes()]))
+    const sizes = Object.fromEntries([...caches].map(([name, size]) => [name, size()]))
     send({ lembas: 'gauges', caches: sizes, coldBodies: coldBodies(), loopBlock: delay.max / 1e9 })
     delay.reset()
   }
@@ -82,8 +83,8 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
     async metrics() {
       return String(await ask('metrics'))
     },
-    watchCache(name, bytes) {
-      caches.set(name, bytes)
+    watchCache(name, size) {
+      caches.set(name, size)
     },
     watchColdBodies(use) {
       coldBodies = use

@@ -86,6 +86,16 @@ export const FLAGS = {
     default: '16',
     help: 'memory for bodies of requests no session here goes on from yet (new sessions, after a restart): more wait',
   },
+  'memo-entries': {
+    env: 'LEMBAS_MEMO_ENTRIES',
+    default: '10000',
+    help: "entries in each of the process's small memos (a key's tenant, sessions listed, heads written), least recently used dropped first",
+  },
+  'stats-sessions': {
+    env: 'LEMBAS_STATS_SESSIONS',
+    default: '500',
+    help: 'sessions /stats and the dashboard list, least recently active dropped first',
+  },
   'idle-collect-ms': {
     env: 'LEMBAS_IDLE_COLLECT_MS',
     default: '5000',
@@ -207,6 +217,8 @@ const ConfigSchema = z.object({
     .number()
     .positive()
     .transform((mb) => Math.round(mb * 1024 * 1024)),
+  memoEntries: z.coerce.number().int().min(0),
+  statsSessions: z.coerce.number().int().positive(),
   idleCollectMs: z.coerce.number().int().min(0),
   maxBodyBytes: z.coerce
     .number()
@@ -302,6 +314,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     storeCacheBytes: pick('store-cache-mb'),
     spliceCacheBytes: pick('splice-cache-mb'),
     coldBodiesBytes: pick('cold-bodies-mb'),
+    memoEntries: pick('memo-entries'),
+    statsSessions: pick('stats-sessions'),
     idleCollectMs: pick('idle-collect-ms'),
     maxBodyBytes: pick('max-body-mb'),
     idleTtlMs: pick('idle-ttl-days'),
@@ -331,6 +345,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       storeCacheBytes: 'store-cache-mb',
       spliceCacheBytes: 'splice-cache-mb',
       coldBodiesBytes: 'cold-bodies-mb',
+      memoEntries: 'memo-entries',
+      statsSessions: 'stats-sessions',
       idleCollectMs: 'idle-collect-ms',
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',

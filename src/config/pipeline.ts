@@ -3,6 +3,7 @@ import { ByteBudget } from '../pipeline/admission.js'
 import { recallSetup } from '../pipeline/recall.js'
 import { SpliceCache } from '../pipeline/splice.js'
 import { defaultProfile } from '../tools/index.js'
+import { MEMO_ENTRIES, Memos } from '../memo.js'
 import { loadLoop, loadPromptBlock } from './loop.js'
 import type { Loop } from './loop-schema.js'
 import { sessionSources } from './sessions.js'
@@ -47,6 +48,8 @@ export function pipelineSettings(
     coldBodiesBytes?: number
     /** `--observe`: forward every request as it came, shape it in shadow only. */
     observe?: boolean
+    /** `--memo-entries`: entries in each small memo of the process. */
+    memoEntries?: number
   },
 ) {
   return {
@@ -61,6 +64,7 @@ export function pipelineSettings(
     continueWithinMs: loop.proxy.sessions.continue_within_ms,
     splice: new SpliceCache(options.spliceBytes ?? SPLICE_BYTES),
     coldBodies: new ByteBudget(options.coldBodiesBytes ?? COLD_BODIES_BYTES),
+    memos: new Memos(options.memoEntries ?? MEMO_ENTRIES),
     maxDepth: 512,
   }
 }

@@ -75,9 +75,12 @@ export interface Admitted {
 export async function admitBody(
   door: Door,
   headers: Headers,
-  deps: Pick<PrepareDeps, 'splice' | 'sessionSources'> & { readonly coldBodies?: ByteBudget },
+  deps: Pick<PrepareDeps, 'splice' | 'sessionSources' | 'memos'> & {
+    readonly coldBodies?: ByteBudget
+  },
 ): Promise<Admitted> {
-  const prefixes = deps.splice.watch(spliceKey(door, headers, deps.sessionSources))
+  const key = spliceKey(door, headers, deps.sessionSources, deps.memos.tenants)
+  const prefixes = deps.splice.watch(key)
   const budget = deps.coldBodies
   if (prefixes || !budget) return { prefixes, parsed: () => {} }
   const declared = Number(headers.get('content-length'))

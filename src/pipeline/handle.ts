@@ -1,5 +1,6 @@
 import { LembasError } from '../errors.js'
 import type { Logger } from '../log.js'
+import type { Memo } from '../memo.js'
 import { upstreamUsage, type Meter, type RebuildCounts, type StatsSink } from '../stats/index.js'
 import { isAbortError } from '../upstream/index.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
@@ -124,16 +125,11 @@ async function* untilEnd(events: AsyncGenerator<string>, done: () => void): Asyn
   }
 }
 
-/** The tools each logger has warned about: drift is said once per tool and process. */
-const warnedTools = new WeakMap<Logger, Set<string>>()
-
-/** A known tool answered unlike its profile: one warn line per tool, no content. */
-function warnDrift(log: Logger, rebuild: RebuildCounts | undefined): void {
+/** A known tool answered unlike its profile: one warn line per tool and process, no content. */
+function warnDrift(log: Logger, warned: Memo<true>, rebuild: RebuildCounts | undefined): void {
   for (const { tool, expected } of rebuild?.unrecognised ?? []) {
-    const warned = warnedTools.get(log) ?? new Set<string>()
-    warnedTools.set(log, warned)
-    if (warned.has(tool)) continue
-    warned.add(tool)
+    if (warned.get(tool)) continue
+    warned.set(tool, true)
     log.warn('unrecognised-result', { tool, expected })
   }
 }
@@ -150,7 +146,7 @@ function finished(
   const { meter, rebuild } = seen
   const failed = upstreamError || meter.failed === true
   const usage = upstreamUsage(meter.usage, meter.timings)
-  warnDrift(deps.log, rebuild)
+  warnDrift(deps.log, deps.memos.warned, rebuild)
   deps.log.info('request', {
     door: seen.door,
     session: seen.session?.scope,

@@ -1,6 +1,7 @@
 import { hash, type Hash } from 'node:crypto'
 import type { Door, Json } from './door.js'
 import { LembasError } from '../errors.js'
+import type { Memo } from '../memo.js'
 import type { AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
 import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
@@ -112,8 +113,13 @@ async function prepareWhole(
   const request = checked(door, parsed.value)
   if (!door.shaped(request)) return { kind: 'plain', request }
   const items = request[door.arrayKey] as Json[]
-  const identity = identify(headers, door.identityFields(request), deps.sessionSources)
-  const key = spliceKey(door, headers, deps.sessionSources)
+  const identity = identify(
+    headers,
+    door.identityFields(request),
+    deps.sessionSources,
+    deps.memos.tenants,
+  )
+  const key = spliceKey(door, headers, deps.sessionSources, deps.memos.tenants)
   // What this process last sent for these sessions: to tell where this request stops repeating it.
   const earlier = deps.splice.states(key)
   const fixed = fixedDigests(request)
@@ -184,7 +190,7 @@ async function spliced(
   const { door, bytes, headers } = input
   // A compaction is decided over the whole history: the full path takes those requests.
   if (input.compactionSignal) return undefined
-  const key = spliceKey(door, headers, deps.sessionSources)
+  const key = spliceKey(door, headers, deps.sessionSources, deps.memos.tenants)
   const found = deps.splice.find(key, bytes, input.prefixes)
   if (!found || found.state.endsWithMarker) return undefined
   const state = found.state
@@ -212,7 +218,12 @@ async function spliced(
   if (!door.shaped(request)) return undefined
   const rest = same ? state.rest! : restOf(door, bytes, tail.arrayEnd, request)
   const items = request[door.arrayKey] as Json[]
-  const identity = identify(headers, door.identityFields(request), deps.sessionSources)
+  const identity = identify(
+    headers,
+    door.identityFields(request),
+    deps.sessionSources,
+    deps.memos.tenants,
+  )
   // A session id in the body must name the remembered session; a body that drops it is not
   // the remembered explicit session any more.
   const scope = identity.explicit
@@ -412,7 +423,12 @@ function checked(door: Door, json: unknown): Json {
  * Where a session's last request is remembered: known before the body is read, from the tenant
  * and the session header (sessions named in the body, or implicit ones, share a key per tenant).
  */
-export function spliceKey(door: Door, headers: Headers, sources: SessionSources): string {
+export function spliceKey(
+  door: Door,
+  headers: Headers,
+  sources: SessionSources,
+  tenants?: Memo<string>,
+): string {
   const header = sources.headers.map((name) => headers.get(name)?.trim()).find((value) => value)
-  return door.name + '\u0000' + tenantOf(headers) + '\u0000' + (header ?? '')
+  return door.name + '\u0000' + tenantOf(headers, tenants) + '\u0000' + (header ?? '')
 }

@@ -4,6 +4,7 @@ import { claimOwnership, listSession, type Continuity, type SessionRef } from '.
 import { keys, parseRecord, type ToolRecord } from '../session/records.js'
 import { compactionTables, recordHead, summaryKey, withTable } from '../session/tables.js'
 import type { Store } from '../store/store.js'
+import type { Memos } from '../memo.js'
 import type { Profile } from '../tools/index.js'
 import type { Workspace } from '../workspace/index.js'
 import {
@@ -27,6 +28,7 @@ import {
 
 export interface HistoryDeps {
   readonly store: Store
+  readonly memos: Memos
   readonly workspace?: Workspace | undefined
   readonly rules: ContextRules
   readonly profile: Profile
@@ -194,7 +196,7 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
         // A summary's table is built from the head before this request: then it waits.
         writeHead:
           input.continuity.summaries.length === 0
-            ? (scope) => writeHead(scope, tools, input.continuity.now, deps.store)
+            ? (scope) => writeHead(scope, tools, input.continuity.now, deps)
             : undefined,
       },
       deps,
@@ -214,26 +216,21 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
     return { ...rebuilt, reassemble: assembled }
   }
   const rebuilt = await assembled(input.elision)
-  if (scope !== undefined)
-    await rememberSession(input, tools, scope, stillFresh.length > 0, deps.store)
+  if (scope !== undefined) await rememberSession(input, tools, scope, stillFresh.length > 0, deps)
   return rebuilt
 }
 
-/** Heads we wrote, so an unchanged request writes nothing. Bounded: it is only a saving. */
-const writtenHeads = new Map<string, string>()
-
-/** Writes the request's last tool message as the session's head, unless it is already. */
+/** Writes the request's last tool message as the session's head, unless it already is. */
 async function writeHead(
   scope: string,
   tools: readonly Fresh[],
   now: number,
-  store: Store,
+  { store, memos }: HistoryDeps,
 ): Promise<void> {
   const last = tools.at(-1)
-  if (!last || writtenHeads.get(scope) === last.key) return
+  if (!last || memos.heads.get(scope) === last.key) return
   await recordHead(scope, { key: last.key, at: now }, store)
-  if (writtenHeads.size > 10_000) writtenHeads.clear()
-  writtenHeads.set(scope, last.key)
+  memos.heads.set(scope, last.key)
 }
 
 /**
@@ -245,10 +242,11 @@ async function rememberSession(
   tools: readonly Fresh[],
   scope: string,
   hadFresh: boolean,
-  store: Store,
+  deps: HistoryDeps,
 ): Promise<void> {
   const { session, continuity, messages } = input
-  await writeHead(scope, tools, continuity.now, store)
+  const { store } = deps
+  await writeHead(scope, tools, continuity.now, deps)
   if (session.identity.explicit) return
   if (continuity.summaries.length > 0) {
     const owners = continuity.summaries.map(
@@ -256,7 +254,7 @@ async function rememberSession(
     )
     await store.putIfAbsent(session.identity.tenant, owners)
   }
-  if (hadFresh) await listSession(session.identity, scope, continuity.systemKey, store)
+  if (hadFresh) await listSession(session.identity, scope, continuity.systemKey, deps)
 }
 
 interface Records {

@@ -117,6 +117,13 @@ export class SpliceCache {
     return this.#byKey.weight
   }
 
+  /** Sessions remembered. */
+  get entries(): number {
+    let sessions = 0
+    for (const states of this.#byKey.values()) sessions += states.length
+    return sessions
+  }
+
   /** A watch for the prefixes remembered under `key`, or undefined when there are none. */
   watch(key: string): PrefixWatch | undefined {
     const states = this.#byKey.peek(key)

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { keys, parseRecord } from './records.js'
 import { readHead } from './tables.js'
 import type { Store } from '../store/store.js'
+import type { Memos } from '../memo.js'
 import { explicitScope, implicitScope, type Identity } from './identity.js'
 
 /** A request's session: its scope once known or created. */
@@ -70,25 +71,22 @@ async function continuedSession(
   return recent.length === 1 ? recent[0] : undefined
 }
 
-/** Sessions this process has listed already: listing is once per session, not per request. */
-const listedSessions = new Set<string>()
-
 /** Lists a new implicit session under its system prompt, for finding it after a compaction. */
 export async function listSession(
   identity: Identity,
   scope: string,
   systemKey: string,
-  store: Store,
+  { store, memos }: { readonly store: Store; readonly memos: Memos },
 ): Promise<void> {
+  // Listing is once a session on this process, not once a request.
   const memo = scope + '\u0000' + systemKey
-  if (listedSessions.has(memo)) return
+  if (memos.listed.get(memo)) return
   const key = keys.sessionsOf(systemKey)
   const listed = parseRecord<string[]>(await store.getLatest(identity.tenant, key)) ?? []
   if (!listed.includes(scope)) {
     await store.setLatest(identity.tenant, key, JSON.stringify([...listed, scope].slice(-16)))
   }
-  if (listedSessions.size > 10_000) listedSessions.clear()
-  listedSessions.add(memo)
+  memos.listed.set(memo, true)
 }
 
 /**

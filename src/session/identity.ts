@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto'
 import { updateText } from '../context/index.js'
+import type { Memo } from '../memo.js'
 import { isRecord } from '../wire/chat.js'
 
 /** Who a request belongs to: a tenant (the API key's hash) and, when the client says, a session. */
@@ -26,7 +27,7 @@ const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const
  * secret sent as `x-api-key` or as `authorization`) is another tenant, whose sessions this one
  * never reaches. The keys themselves are never stored.
  */
-export function tenantOf(headers: Headers): string {
+export function tenantOf(headers: Headers, memo?: Memo<string>): string {
   const present = CREDENTIAL_HEADERS.flatMap((name) => {
     const value = headers.get(name)
     return value ? [[name, value] as const] : []
@@ -38,17 +39,14 @@ export function tenantOf(headers: Headers): string {
     present.length === 1 && only![0] === 'authorization'
       ? only![1]
       : present.map(([name, value]) => `${name}: ${value}`).join('\n')
-  let tenant = tenants.get(credential)
+  // A client sends the same key on every request: hash it once (the memo lives in memory only).
+  let tenant = memo?.get(credential)
   if (tenant === undefined) {
-    if (tenants.size > 1000) tenants.clear()
     tenant = 't' + shortHash(credential)
-    tenants.set(credential, tenant)
+    memo?.set(credential, tenant)
   }
   return tenant
 }
-
-// A client sends the same key on every request: hash it once (the map lives in memory only).
-const tenants = new Map<string, string>()
 
 /**
  * The session id the agent sends: the first of the session headers (opencode's
@@ -59,8 +57,9 @@ export function identify(
   headers: Headers,
   body: Record<string, unknown>,
   sources: SessionSources,
+  tenants?: Memo<string>,
 ): Identity {
-  const tenant = (sources.tenantPrefix ?? '') + tenantOf(headers)
+  const tenant = (sources.tenantPrefix ?? '') + tenantOf(headers, tenants)
   for (const name of sources.headers) {
     const value = headers.get(name)?.trim()
     if (value) return { tenant, explicit: 'h:' + value }

@@ -1,6 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { Lru } from '../lru.js'
+import type { CacheSize } from '../memo.js'
 import type { CacheBreak } from '../pipeline/breaks.js'
 import type { SessionLabel } from './label.js'
 import { upstreamUsage, type UpstreamUsage } from './usage.js'
@@ -171,8 +172,11 @@ export interface StatsSink {
   read(): Promise<StatsSnapshot>
   /** Prometheus text exposition format. */
   metrics(): Promise<string>
-  /** Reports a bounded in-process cache's size in /metrics (`lembas_cache_bytes{cache}`). */
-  watchCache(name: string, bytes: () => number): void
+  /**
+   * Reports a bounded in-process cache's size in /metrics (`lembas_cache_entries{cache}`, and
+   * `lembas_cache_bytes{cache}` where it is weighed).
+   */
+  watchCache(name: string, size: () => CacheSize): void
   /** Reports `--cold-bodies-mb`'s use in /metrics: bytes let in, requests waiting. */
   watchColdBodies(use: () => ColdBodies): void
 }
@@ -218,7 +222,8 @@ export function createStats(
   // Each session weighs 1: at most maxSessions of them.
   const sessions = new Lru<SessionFigures>()
   const unrecognisedByTool = new Map<string, number>()
-  const caches = new Map<string, () => number>()
+  const ownSessions = (): CacheSize => ({ entries: sessions.size })
+  const caches = new Map<string, () => CacheSize>()
   const loops: (() => number)[] = []
   let coldBodies: (() => ColdBodies) | undefined
   const recent: RecentRequest[] = []
@@ -355,14 +360,18 @@ export function createStats(
       for (const [tool, n] of Object.entries(saved.unrecognisedByTool ?? {}))
         unrecognisedByTool.set(tool, n)
     },
-    watchCache(name, bytes) {
-      caches.set(name, bytes)
+    watchCache(name, size) {
+      caches.set(name, size)
     },
     watchColdBodies(use) {
       coldBodies = use
     },
     metrics() {
-      for (const [cache, bytes] of caches) m.cacheBytes.set({ cache }, bytes())
+      for (const [cache, size] of [...caches, ['stats_sessions', ownSessions] as const]) {
+        const { entries, bytes } = size()
+        m.cacheEntries.set({ cache }, entries)
+        if (bytes !== undefined) m.cacheBytes.set({ cache }, bytes)
+      }
       const cold = coldBodies?.() ?? NO_COLD_BODIES
       m.coldBodyBytes.set(cold.bytes)
       m.coldBodiesWaiting.set(cold.waiting)
@@ -532,7 +541,13 @@ function metricsOf(registry: Registry) {
     }),
     cacheBytes: new Gauge({
       name: 'lembas_cache_bytes',
-      help: 'Bytes held by a bounded in-process cache (splice: recent histories; store: stored values).',
+      help: 'Bytes held by a bounded in-process cache (splice: recent histories; store: stored values; the memos: estimated).',
+      labelNames: ['cache'],
+      registers,
+    }),
+    cacheEntries: new Gauge({
+      name: 'lembas_cache_entries',
+      help: 'Entries in a bounded in-process cache (least recently used dropped first).',
       labelNames: ['cache'],
       registers,
     }),

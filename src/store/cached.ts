@@ -53,6 +53,10 @@ class BoundedCache<V> {
     return this.#lru.weight
   }
 
+  get entries(): number {
+    return this.#lru.size
+  }
+
   get(key: string): V | undefined {
     const e = this.#lru.get(key)
     if (!e) return undefined
@@ -91,7 +95,7 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
 
   return {
     kind: inner.kind,
-    memory: () => lru.bytes,
+    memory: () => ({ bytes: lru.bytes, entries: lru.entries }),
     async get(scope, keys) {
       open()
       const out: (string | undefined)[] = []

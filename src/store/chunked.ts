@@ -18,7 +18,7 @@ export function chunkedStore(store: Store): Store {
     getLatest: (scope, key) => store.getLatest(scope, key),
     ping: () => store.ping(),
     close: () => store.close(),
-    memory: () => store.memory?.() ?? 0,
+    memory: () => store.memory?.() ?? { bytes: 0, entries: 0 },
     async get(scope, keys) {
       if (keys.length <= STORE_CHUNK) return store.get(scope, keys)
       const pace = pacer()

@@ -1,3 +1,5 @@
+import type { CacheSize } from '../memo.js'
+
 /**
  * The store contract, shared by every backend (SQLite, Redis, memory).
  *
@@ -51,7 +53,7 @@ export interface Store {
   getLatest(scope: string, key: string): Promise<string | undefined>
   /** Resolves when the store answers; rejects with LembasError('store_unavailable') otherwise. */
   ping(): Promise<void>
-  /** Bytes this process holds for the store (its read cache), where it keeps any. */
-  memory?(): number
+  /** What this process holds for the store (its read cache), where it keeps any. */
+  memory?(): CacheSize
   close(): Promise<void>
 }

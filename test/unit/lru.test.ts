@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Lru } from '../../src/lru.js'
+import { Memo } from '../../src/memo.js'
 
 /** The keys held, least recently used first: the order eviction takes them in (empties `lru`). */
 function evictionOrder(lru: Lru<number>, keys: readonly string[]): string[] {
@@ -67,4 +68,21 @@ test('many entries used and evicted in turn: the order stays exact', () => {
   }
   assert.equal(lru.size, model.length)
   assert.deepEqual(evictionOrder(lru, model), model)
+})
+
+test('a memo keeps its most recently used entries, at most its budget; 0 keeps none', () => {
+  const memo = new Memo<string>(2)
+  memo.set('a', 'A')
+  memo.set('b', 'B')
+  assert.equal(memo.get('a'), 'A', 'a used: b is now the oldest')
+  memo.set('c', 'C')
+  assert.deepEqual(
+    ['a', 'b', 'c'].map((key) => memo.get(key)),
+    ['A', undefined, 'C'],
+  )
+  assert.equal(memo.size.entries, 2)
+  assert.ok(memo.size.bytes! > 0, 'weighed for /metrics')
+  const none = new Memo<string>(0)
+  none.set('a', 'A')
+  assert.deepEqual([none.get('a'), none.size.entries], [undefined, 0])
 })
