@@ -192,9 +192,14 @@ function observed(
   seen.messages = prepared.items
   seen.session = prepared.session
   seen.rebuild = prepared.stats
+  if (!deps.recorder) return
   const received = input.rawBody.toString('utf8')
-  const session = prepared.session.scope
-  deps.recorder?.record({ door: door.name, session, received, sent: received })
+  deps.recorder.record({
+    door: door.name,
+    session: prepared.session.scope,
+    received,
+    sent: received,
+  })
 }
 
 async function run(

@@ -9,7 +9,7 @@ import { arraySpan, arrayTail } from '../wire/json-scan.js'
 import { pacer } from '../pace/index.js'
 import { framing, piecesBytes, type UpstreamBody } from './body.js'
 import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
-import { parseBody, parseElements, parseJson, skipComma, WHOLE_PARSE_BYTES } from './json.js'
+import { parseBody, parseElements, parseJson, skipComma, SLICED_PARSE_BYTES } from './json.js'
 import { KeptBuilder, resolveKept } from './kept.js'
 import type { HistoryStats } from './rebuild.js'
 import { isMarker, shapeItems, type ShapeDeps, type Shaped } from './shape.js'
@@ -199,18 +199,11 @@ async function spliced(
   const tail = await arrayTail(bytes, lastEnd, Number.MAX_SAFE_INTEGER)
   if (!tail) return undefined
   // Only what the request appends is decoded and parsed; the fields around the array too.
-  const between = bytes.toString('utf8', lastEnd, tail.arrayEnd)
-  const newText = between.replace(/^\s*,/, '')
-  if (newText !== between && newText.trim() === '') return undefined // `[…,]`: the full path refuses it
+  const appended = await appendedItems(bytes, lastEnd, tail, deps.maxDepth)
+  if (!appended) return undefined
   // The fields before the array are in the prefix, checked already; those after it, most often
   // sent again unchanged, are compared as bytes, and decoded and parsed only when they changed.
   const same = state.rest?.tail.equals(bytes.subarray(tail.arrayEnd + 1)) === true
-  // The appended items sit one level deeper in the whole body than in this array; many of
-  // them are parsed one by one, with pauses.
-  const appended =
-    newText.length <= WHOLE_PARSE_BYTES
-      ? parseJson('[' + newText + ']', deps.maxDepth - 1)
-      : await parseElements(bytes, lastEnd, tail.ends, deps.maxDepth - 2)
   const fields = same
     ? state.rest!.value
     : parseJson(fieldsText(bytes, state.arrayStart, tail.arrayEnd), deps.maxDepth)
@@ -412,6 +405,25 @@ function overheadChars(deps: PrepareDeps, clientHasRecall: boolean): number {
 }
 
 const overheads = new WeakMap<object, number>()
+
+/**
+ * The items a request appends after the remembered prefix, parsed (they sit one level deeper
+ * in the whole body than in this array); undefined for `[…,]`, which the full path refuses.
+ * Many bytes of them are decoded and parsed one by one, with pauses (see SLICED_PARSE_BYTES).
+ */
+async function appendedItems(
+  bytes: Buffer,
+  lastEnd: number,
+  tail: { readonly arrayEnd: number; readonly ends: readonly number[] },
+  maxDepth: number,
+): Promise<unknown | undefined> {
+  if (tail.arrayEnd - lastEnd > SLICED_PARSE_BYTES && tail.ends.length > 0)
+    return parseElements(bytes, lastEnd, tail.ends, maxDepth - 2)
+  const between = bytes.toString('utf8', lastEnd, tail.arrayEnd)
+  const newText = between.replace(/^\s*,/, '')
+  if (newText !== between && newText.trim() === '') return undefined
+  return parseJson('[' + newText + ']', maxDepth - 1)
+}
 
 function checked(door: Door, json: unknown): Json {
   const result = door.check(json)
