@@ -10,7 +10,10 @@ import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { guardConnections } from './http/guard.js'
 import { collectWhenIdle } from './http/idle-collect.js'
-import { createLogger } from './log.js'
+import { createLogger, type Logger } from './log.js'
+import type { Loop } from './config/loop-schema.js'
+import { handOnStates, resumeFingerprint, takeOnStates } from './pipeline/resume.js'
+import type { Store } from './store/store.js'
 import { createRecorder } from './record/recorder.js'
 import { runPrimary } from './cluster/primary.js'
 import { workerStats } from './cluster/worker-stats.js'
@@ -41,7 +44,7 @@ async function main(): Promise<void> {
   const parsed = parseCommandLine(argv, process.env)
   if (parsed.kind === 'help') return void process.stdout.write(helpText(version))
   if (parsed.kind === 'version') return void process.stdout.write(version + '\n')
-  await run(parsed.config)
+  await run(parsed.config, version)
 }
 
 /** The store the flags name: SQLite in the user's data folder unless told otherwise. */
@@ -60,6 +63,36 @@ function pricesOf(config: Config) {
     perMTok: config.pricePerMTok,
     cachedDiscount: config.cachedDiscount,
     writePremium: config.cacheWritePremium,
+  }
+}
+
+/**
+ * A restart goes on from where the last process stopped: the fast path's states are handed on
+ * through the store (not `memory:`, which dies with the process), under the address and the
+ * worker's place, and only to a process of the same version and settings.
+ */
+function handingOn(
+  config: Config,
+  version: string,
+  loop: Loop,
+  settings: ReturnType<typeof pipelineSettings>,
+  store: Store,
+  log: Logger,
+) {
+  if (store.kind === 'memory' || config.spliceCacheBytes <= 0) return undefined
+  const slot = process.env.LEMBAS_WORKER_SLOT ?? '0'
+  const name = `${config.host}:${config.port}/${slot}`
+  const fingerprint = resumeFingerprint(version, {
+    loop,
+    promptBlock: settings.promptBlock,
+    elide: settings.elide,
+    observe: config.observe,
+    sessionHeader: config.sessionHeader,
+    workspace: config.workspace,
+  })
+  return {
+    take: () => takeOnStates(settings.splice, store, name, fingerprint, log),
+    hand: () => handOnStates(settings.splice, store, name, fingerprint, log),
   }
 }
 
@@ -85,7 +118,7 @@ function startLines(config: Config, host: string, port: number): string {
   )
 }
 
-async function run(config: Config): Promise<void> {
+async function run(config: Config, version: string): Promise<void> {
   const log = createLogger(config.logLevel)
   if (config.workers > 1 && cluster.isPrimary) return runWorkers(config, log)
   const loop = loadLoop()
@@ -127,6 +160,8 @@ async function run(config: Config): Promise<void> {
   stats.watchCache('splice', () => ({ bytes: splice.bytes, entries: splice.entries }))
   stats.watchCache('store', () => store.memory?.() ?? { bytes: 0, entries: 0 })
   for (const [name, memo] of memos.named()) stats.watchCache(name, () => memo.size)
+  const handOn = handingOn(config, version, loop, settings, store, log)
+  await handOn?.take()
   const cold = settings.coldBodies
   stats.watchColdBodies(() => ({ bytes: cold.used, waiting: cold.waiting }))
   const app = createApp({
@@ -174,6 +209,7 @@ async function run(config: Config): Promise<void> {
     stopping = true
     log.info('stopping', { signal })
     server.close()
+    await handOn?.hand()
     await keeper?.flush()
     shared?.close()
     await Promise.allSettled([upstream.close(), store.close(), recorder?.close()])

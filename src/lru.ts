@@ -51,6 +51,11 @@ export class Lru<V> {
     return node !== undefined
   }
 
+  /** The keys and values, least recently used first. */
+  *entries(): Generator<readonly [string, V]> {
+    for (let node = this.#oldest; node; node = node.newer) yield [node.key, node.value]
+  }
+
   /** The values, least recently used first. */
   *values(): Generator<V> {
     for (let node = this.#oldest; node; node = node.newer) yield node.value

@@ -82,19 +82,24 @@ export function runPrimary(options: PrimaryOptions): void {
     }
   }
 
-  const start = () => {
-    const worker = cluster.fork()
+  /** Each worker's place (1…N), which a worker started again takes on: what it hands on is there. */
+  const slots = new Map<number, number>()
+  const start = (slot: number) => {
+    const worker = cluster.fork({ LEMBAS_WORKER_SLOT: String(slot) })
+    slots.set(worker.id, slot)
     worker.on('message', (message: unknown) => {
       if (isWorkerMessage(message)) void onMessage(worker, message)
     })
   }
   cluster.on('exit', (worker, code, signal) => {
     gauges.delete(worker.id)
+    const slot = slots.get(worker.id)!
+    slots.delete(worker.id)
     if (stopping) return
     log.warn('worker-exited', { pid: worker.process.pid, code, signal, restartInMs: RESTART_MS })
-    setTimeout(start, RESTART_MS)
+    setTimeout(() => start(slot), RESTART_MS)
   })
-  for (let i = 0; i < options.workers; i++) start()
+  for (let slot = 1; slot <= options.workers; slot++) start(slot)
 
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return

@@ -37,6 +37,12 @@ export interface TouchEntry {
 
 export type Entry = ReadEntry | ListingEntry | TouchEntry
 
+/** A table's entries (touches left out: applied already) and every id it has seen. */
+export interface DedupeSnapshot {
+  readonly entries: readonly Entry[]
+  readonly ids: readonly string[]
+}
+
 /** An entry's fixed cost in memory, about: an object, its strings, a set slot. */
 const ENTRY_BYTES = 160
 
@@ -85,6 +91,24 @@ export class DedupeTable {
 
   has(id: string): boolean {
     return this.#ids.has(id)
+  }
+
+  /** What the table holds, as plain data: `DedupeTable.of` makes the same table again. */
+  snapshot(): DedupeSnapshot {
+    return { entries: [...this.#entries], ids: [...this.#ids] }
+  }
+
+  static of(snapshot: DedupeSnapshot): DedupeTable {
+    const table = new DedupeTable()
+    for (const id of snapshot.ids) {
+      table.#ids.add(id)
+      table.#weight += ENTRY_BYTES
+    }
+    for (const entry of snapshot.entries) {
+      table.#entries.push(entry)
+      table.#weight += entryWeight(entry)
+    }
+    return table
   }
 
   /** About how many bytes the table holds (blind line hashes most): for a cache's budget. */

@@ -9,6 +9,7 @@ export {
   legacyLineHashes,
   sha256Hex,
   sortedKeyJson,
+  type DedupeSnapshot,
   type Entry,
   type ReadEntry,
   type ListingEntry,

@@ -153,6 +153,19 @@ export class SpliceCache {
     return this.#byKey.peek(key) ?? []
   }
 
+  /** Every key's states, least recently used first: what a stopping process hands on. */
+  *all(): Generator<readonly [string, readonly SpliceState[]]> {
+    for (const [key, states] of this.#byKey.entries()) yield [key, states]
+  }
+
+  /** States another process remembered, as the most recently used (ones held here win). */
+  adopt(key: string, states: readonly SpliceState[]): void {
+    const held = this.#byKey.peek(key) ?? []
+    const scopes = new Set(held.map((state) => state.scope))
+    for (const state of [...states].reverse())
+      if (!scopes.has(state.scope)) this.remember(key, state)
+  }
+
   remember(key: string, state: SpliceState): void {
     if (this.maxBytes <= 0) return
     const previous = this.#byKey.peek(key) ?? []
