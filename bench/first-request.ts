@@ -7,6 +7,8 @@
  * - new: a session the proxy has never seen (every result in its history is new to it);
  * - restart: the next request of a known session after the proxy restarted (the same SQLite
  *   file, nothing in memory): its whole history is parsed, and known results read back;
+ * - handed on: the same after a graceful stop, which handed the fast path's states on through
+ *   the store (src/pipeline/resume.ts): it goes on from the session's last request;
  * - fast: the request after that, which goes on from the previous one.
  *
  * Everything runs in this process (the proxy, a fake upstream, the client), as the tests do.
@@ -15,6 +17,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { silentLogger } from '../src/log.js'
+import { handOnStates, takeOnStates } from '../src/pipeline/resume.js'
+import { SpliceCache } from '../src/pipeline/splice.js'
 import { createStore } from '../src/store/index.js'
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
 import { startProxy } from '../test/helpers/proxy.js'
@@ -45,18 +50,33 @@ async function post(url: string, body: Buffer, session: string): Promise<number>
   return performance.now() - started
 }
 
-const times = { new: [] as number[], restart: [] as number[], fast: [] as number[] }
+const times = {
+  new: [] as number[],
+  restart: [] as number[],
+  'handed on': [] as number[],
+  fast: [] as number[],
+}
+/** A process's fast-path memory, as the command line makes it (64 MB). */
+const spliceCache = () => new SpliceCache(64 * 1024 * 1024)
 try {
   for (let s = 0; s < sessions; s++) {
     const session = sessionFor(size, 1000 + s, false)
     const store = await createStore(`sqlite:${join(dir, 'store.db')}`, { idleTtlMs: 86_400_000 })
     const name = `first-request-${s}`
-    let proxy = await startProxy({ upstreamUrl: upstream.url, store })
+    let splice = spliceCache()
+    let proxy = await startProxy({ upstreamUrl: upstream.url, store, splice })
     times.new.push(await post(proxy.url, session.base(), name))
     await post(proxy.url, session.next(), name)
     await proxy.close()
-    proxy = await startProxy({ upstreamUrl: upstream.url, store })
+    proxy = await startProxy({ upstreamUrl: upstream.url, store, splice: spliceCache() })
     times.restart.push(await post(proxy.url, session.next(), name))
+    await proxy.close()
+    // A graceful stop of the process that served the last request, then a new one.
+    await handOnStates(splice, store, 'bench', 'same', silentLogger)
+    splice = spliceCache()
+    await takeOnStates(splice, store, 'bench', 'same', silentLogger)
+    proxy = await startProxy({ upstreamUrl: upstream.url, store, splice })
+    times['handed on'].push(await post(proxy.url, session.next(), name))
     times.fast.push(await post(proxy.url, session.next(), name))
     await proxy.close()
     await store.close()
@@ -71,9 +91,11 @@ const median = (xs: number[]) =>
   [...xs.slice(2)].sort((a, b) => a - b)[Math.floor((xs.length - 2) / 2)]!
 const fast = median(times.fast)
 const line = (name: keyof typeof times) =>
-  `${name.padEnd(8)} ${median(times[name]).toFixed(1).padStart(7)} ms  ${(median(times[name]) / fast).toFixed(1)}x the fast path`
+  `${name.padEnd(10)} ${median(times[name]).toFixed(1).padStart(7)} ms  ${(median(times[name]) / fast).toFixed(1)}x the fast path`
 process.stdout.write(
   `${size.name}, ${sessions} sessions, p50 of the whole request:\n` +
-    ['new', 'restart', 'fast'].map((n) => line(n as keyof typeof times)).join('\n') +
+    Object.keys(times)
+      .map((n) => line(n as keyof typeof times))
+      .join('\n') +
     '\n',
 )
