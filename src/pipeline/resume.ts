@@ -4,7 +4,6 @@ import type { Logger } from '../log.js'
 import { pacer } from '../pace/index.js'
 import type { Store } from '../store/store.js'
 import type { ToolCall } from '../wire/chat.js'
-import type { Json } from './door.js'
 import type { Live } from './elide.js'
 import type { Kept } from './kept.js'
 import type { SpliceCache, SpliceState } from './splice.js'
@@ -32,13 +31,16 @@ interface Saved {
   readonly keys: readonly (readonly [string, readonly SavedState[]])[]
 }
 
-/** A SpliceState as JSON: buffers in base64, maps as entry lists, the table as its snapshot. */
+/**
+ * A SpliceState as JSON: buffers in base64, maps as entry lists, the table as its snapshot.
+ * Without the fields around the history (`rest`): some clients put a key there (`api_key`), and
+ * keys are never written down; the next request parses those fields again, once.
+ */
 interface SavedState {
   readonly scope: string
   readonly explicit: boolean
   readonly systemKey: string
   readonly fixed: Record<string, string>
-  readonly rest?: { readonly tail: string; readonly value: Json } | undefined
   readonly endsWithMarker: boolean
   readonly arrayStart: number
   readonly prefix: { readonly length: number; readonly digest: string; readonly opens: boolean }
@@ -83,7 +85,6 @@ function saveState(state: SpliceState): SavedState {
     explicit: state.explicit,
     systemKey: state.systemKey,
     fixed: state.fixed,
-    rest: state.rest && { tail: state.rest.tail.toString('base64'), value: state.rest.value },
     endsWithMarker: state.endsWithMarker,
     arrayStart: state.arrayStart,
     prefix: { ...state.prefix, digest: state.prefix.digest.toString('base64') },
@@ -117,7 +118,6 @@ function loadState(saved: SavedState): SpliceState {
   const { history, kept } = saved
   return {
     ...saved,
-    rest: saved.rest && { tail: Buffer.from(saved.rest.tail, 'base64'), value: saved.rest.value },
     prefix: { ...saved.prefix, digest: Buffer.from(saved.prefix.digest, 'base64') },
     kept: {
       pieces: kept.pieces.map((piece): Kept =>

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
@@ -277,5 +277,32 @@ test('states handed on by other settings are dropped unused, and taken on only o
     )
   } finally {
     await upstream.close()
+  }
+})
+
+test('what a stop hands on holds no key: not from the headers, not from a body that names one', async () => {
+  const key = 'sk-test-CANARY-resume-7f3e'
+  const upstream = await upstreamOfDoors()
+  const file = join(dir, 'keys.db')
+  const proxy = await startCli(
+    ['--port', '0', '--upstream', upstream.url, '--store', `sqlite:${file}`],
+    INFO,
+  )
+  try {
+    const door: Door = {
+      ...doorsOf(randomUUID())[0]!,
+      headers: { authorization: `Bearer ${key}`, 'x-api-key': key, 'x-session-id': 'keys' },
+    }
+    const body = door.body
+    const named: Door = { ...door, body: (done) => ({ ...(body(done) as object), api_key: key }) }
+    for (let done = 1; done <= 3; done++) await send(proxy, named, done)
+  } finally {
+    await stopCli(proxy)
+    await upstream.close()
+  }
+  assert.equal(events(proxy, 'sessions-handed-on')[0]?.sessions, 1, 'a state was handed on')
+  for (const name of readdirSync(dir).filter((name) => name.startsWith('keys.db'))) {
+    const bytes = readFileSync(join(dir, name))
+    assert.equal(bytes.indexOf('CANARY'), -1, `${name} holds a piece of the key`)
   }
 })
