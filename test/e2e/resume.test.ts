@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
+import { Agent, request } from 'undici'
 import { startCli, startProxyCli, stopCli, type Running } from '../helpers/cli.js'
 import { anthropicMessage } from '../helpers/fake-anthropic.js'
 import { responsesJson } from '../helpers/fake-responses.js'
@@ -137,13 +138,21 @@ function upstreamOfDoors(): Promise<FakeUpstream> {
   })
 }
 
-async function send(proxy: Running, door: Door, done: number): Promise<void> {
-  const response = await fetch(proxy.url + door.path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...door.headers },
-    body: JSON.stringify(door.body(done)),
-  })
-  assert.equal(response.status, 200, await response.text())
+/** Sends the door's request after `done` results, on a connection of its own when `fresh`. */
+async function send(proxy: Running, door: Door, done: number, fresh = false): Promise<void> {
+  const dispatcher = fresh ? new Agent() : undefined
+  try {
+    const response = await request(proxy.url + door.path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...door.headers },
+      body: JSON.stringify(door.body(done)),
+      ...(dispatcher ? { dispatcher } : {}),
+    })
+    const text = await response.body.text()
+    assert.equal(response.statusCode, 200, text)
+  } finally {
+    await dispatcher?.close()
+  }
 }
 
 /** The proxy's log events of one kind. */
@@ -304,5 +313,38 @@ test('what a stop hands on holds no key: not from the headers, not from a body t
   for (const name of readdirSync(dir).filter((name) => name.startsWith('keys.db'))) {
     const bytes = readFileSync(join(dir, name))
     assert.equal(bytes.indexOf('CANARY'), -1, `${name} holds a piece of the key`)
+  }
+})
+
+test('--workers 2: each worker hands on what it remembers and the one in its place takes it on', async () => {
+  const upstream = await upstreamOfDoors()
+  const store = `sqlite:${join(dir, 'workers.db')}`
+  const args = ['--port', '0', '--upstream', upstream.url, '--store', store, '--workers', '2']
+  const doors = Array.from({ length: 8 }, () => doorsOf(randomUUID())[0]!)
+  /** The log events of `kind` once `count` of them came (the workers start one by one). */
+  const awaited = async (proxy: Running, kind: string, count: number) => {
+    for (let i = 0; i < 100 && events(proxy, kind).length < count; i++)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    return events(proxy, kind).map((e) => e.sessions as number)
+  }
+  try {
+    const first = await startCli(args, INFO)
+    // Sessions at once, each request on a connection of its own: round robin over the workers.
+    await Promise.all(
+      doors.map(async (door) => {
+        for (let done = 1; done <= 2; done++) await send(first, door, done, true)
+      }),
+    )
+    await stopCli(first)
+    const handed = events(first, 'sessions-handed-on').map((e) => e.sessions as number)
+    const second = await startCli(args, INFO)
+    const taken = await awaited(second, 'sessions-taken-on', handed.length)
+    await stopCli(second)
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
+    assert.ok(handed.length >= 1 && handed.length <= 2, `handed on by ${handed.length} workers`)
+    assert.deepEqual(taken.sort(), handed.sort(), 'each worker took on what its place handed on')
+    assert.ok(sum(handed) >= doors.length, `every session is remembered somewhere: ${handed}`)
+  } finally {
+    await upstream.close()
   }
 })
