@@ -1,0 +1,97 @@
+/**
+ * Sessions coming back to a restarted proxy, all at once: the new process's peak memory and the
+ * time to answer them all, after a graceful stop (which hands the fast path's states on through
+ * the store) and after a kill (which hands nothing on), side by side in one run:
+ *
+ *   npm run build && node --import tsx bench/restart.ts [--sessions 64] [--size 1mb] [--runs 2]
+ *
+ * Each session sends two requests to a first process (the command line from `dist/`, a SQLite
+ * file), which is then stopped (SIGTERM) or killed (SIGKILL); a second process on the same file
+ * gets every session's third request together. Its peak RSS is the kernel's (`VmHWM`).
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { packageRoot } from '../src/config/loop.js'
+import { startCli, stopCli, type Running } from '../test/helpers/cli.js'
+import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
+import { SIZES, sessionFor } from './workload.js'
+
+const { values } = parseArgs({
+  options: {
+    sessions: { type: 'string', default: '64' },
+    size: { type: 'string', default: '1mb' },
+    runs: { type: 'string', default: '2' },
+  },
+})
+const size = SIZES[values.size]
+if (!size) throw new Error(`--size: one of ${Object.keys(SIZES).join(', ')}`)
+const cli = packageRoot() + 'dist/src/cli.js'
+if (!existsSync(cli)) throw new Error('no dist/: run npm run build first')
+
+const upstream = await startFakeUpstream()
+
+async function post(proxy: Running, body: Buffer, session: string): Promise<void> {
+  const response = await fetch(proxy.url + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-session-id': session },
+    body,
+  })
+  await response.text()
+  if (response.status !== 200) throw new Error(`status ${response.status}`)
+}
+
+/** The process's peak resident memory so far, in MB. */
+function peakMb(proxy: Running): number {
+  const status = readFileSync(`/proc/${proxy.child.pid}/status`, 'utf8')
+  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024
+}
+
+async function run(signal: 'SIGTERM' | 'SIGKILL', seed: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'lembas-restart-'))
+  // The bench's own idle collection would run between the load and the reading.
+  const args = ['--port', '0', '--upstream', upstream.url, '--store', `sqlite:${dir}/s.db`]
+  const start = () => startCli([cli, ...args, '--idle-collect-ms', '0'], {}, {}, process.execPath)
+  try {
+    const sessions = Array.from({ length: Number(values.sessions) }, (_, s) =>
+      sessionFor(size!, seed + s, false),
+    )
+    const first = await start()
+    for (const [s, session] of sessions.entries()) {
+      await post(first, session.base(), `r${s}`)
+      await post(first, session.next(), `r${s}`)
+    }
+    await stopCli(first, signal)
+    const second = await start()
+    const idle = peakMb(second)
+    const started = performance.now()
+    await Promise.all(sessions.map((session, s) => post(second, session.next(), `r${s}`)))
+    const ms = performance.now() - started
+    const peak = peakMb(second)
+    await stopCli(second)
+    return { idle, peak, ms }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const rows: string[] = []
+try {
+  for (let r = 0; r < Number(values.runs); r++) {
+    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+      const { idle, peak, ms } = await run(signal, 7000 + 100 * r)
+      const name = (signal === 'SIGTERM' ? 'handed on (SIGTERM)' : 'killed (SIGKILL)').padEnd(19)
+      rows.push(
+        `${name}  peak ${peak.toFixed(0).padStart(4)} MB (at start ${idle.toFixed(0)} MB)` +
+          `  all answered in ${(ms / 1000).toFixed(1)} s`,
+      )
+      process.stderr.write(rows.at(-1) + '\n')
+    }
+  }
+} finally {
+  await upstream.close()
+}
+process.stdout.write(
+  `${values.sessions} sessions of ${size.name} back at once after a restart:\n${rows.join('\n')}\n`,
+)
