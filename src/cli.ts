@@ -215,8 +215,9 @@ async function run(config: Config, version: string): Promise<void> {
     await Promise.allSettled([upstream.close(), store.close(), recorder?.close()])
     process.exit(0)
   }
-  process.on('SIGINT', () => void stop('SIGINT'))
-  process.on('SIGTERM', () => void stop('SIGTERM'))
+  // SIGHUP: the terminal it ran in was closed; a stop like any other (figures kept, states handed on).
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.on(signal, () => void stop(signal))
 }
 
 /**

@@ -118,6 +118,6 @@ export function runPrimary(options: PrimaryOptions): void {
     await options.closed()
     process.exit(0)
   }
-  process.on('SIGINT', () => void stop('SIGINT'))
-  process.on('SIGTERM', () => void stop('SIGTERM'))
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.on(signal, () => void stop(signal))
 }

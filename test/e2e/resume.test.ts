@@ -237,6 +237,16 @@ for (const backend of ['sqlite', 'redis'] as const) {
   })
 }
 
+test('a closed terminal (SIGHUP) stops as gracefully: the next process goes on', async () => {
+  const doors = doorsOf(randomUUID())
+  const hung = await restartedSessions(`sqlite:${join(dir, 'hup.db')}`, 'SIGHUP', doors)
+  assert.equal(events(hung.second, 'sessions-taken-on')[0]?.sessions, 3)
+  assert.deepEqual(
+    events(hung.second, 'request').map((line) => line.spliced),
+    [1, 1, 1],
+  )
+})
+
 test('with --elide, a restart that goes on from handed-on states sends what a whole parse does', async () => {
   const doors = doorsOf(randomUUID())
   // Every old result is worth a batch: batches are decided on either side of the restart.
