@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import type { Server } from 'node:http'
 import { serve } from '@hono/node-server'
 import { loadLoop, packageRoot } from './config/loop.js'
@@ -68,8 +69,8 @@ function pricesOf(config: Config) {
 
 /**
  * A restart goes on from where the last process stopped: the fast path's states are handed on
- * through the store (not `memory:`, which dies with the process), under the address and the
- * worker's place, and only to a process of the same version and settings.
+ * through the store (not `memory:`, which dies with the process), under the machine's name, the
+ * address and the worker's place, and only to a process of the same version and settings.
  */
 function handingOn(
   config: Config,
@@ -80,8 +81,9 @@ function handingOn(
   log: Logger,
 ) {
   if (store.kind === 'memory' || config.spliceCacheBytes <= 0) return undefined
+  // Replicas on one store often bind the same address: the machine's name tells them apart.
   const slot = process.env.LEMBAS_WORKER_SLOT ?? '0'
-  const name = `${config.host}:${config.port}/${slot}`
+  const name = `${hostname()}/${config.host}:${config.port}/${slot}`
   const fingerprint = resumeFingerprint(version, {
     loop,
     promptBlock: settings.promptBlock,
