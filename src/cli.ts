@@ -81,9 +81,8 @@ function handingOn(
   log: Logger,
 ) {
   if (store.kind === 'memory' || config.spliceCacheBytes <= 0) return undefined
-  // Replicas on one store often bind the same address: the machine's name tells them apart.
   const slot = process.env.LEMBAS_WORKER_SLOT ?? '0'
-  const name = `${hostname()}/${config.host}:${config.port}/${slot}`
+  const name = `${placeOf(config)}/${slot}`
   const fingerprint = resumeFingerprint(version, {
     loop,
     promptBlock: settings.promptBlock,
@@ -96,6 +95,14 @@ function handingOn(
     take: () => takeOnStates(settings.splice, store, name, fingerprint, log),
     hand: () => handOnStates(settings.splice, store, name, fingerprint, log),
   }
+}
+
+/**
+ * This process's place, for what it keeps in the store beyond a restart: replicas on one store
+ * often bind the same address, and the machine's name (a container's hostname) tells them apart.
+ */
+function placeOf(config: Config): string {
+  return `${hostname()}/${config.host}:${config.port}`
 }
 
 /** One proxy for every agent of a team: the APIs given an upstream of their own. */
@@ -148,7 +155,7 @@ async function run(config: Config, version: string): Promise<void> {
   const stats = shared ?? own!
   const keeper =
     own && config.stats === 'store' && store.kind !== 'memory'
-      ? await keepStats(own, store, `${config.host}:${config.port}`, log)
+      ? await keepStats(own, store, placeOf(config), log, `${config.host}:${config.port}`)
       : undefined
   const settings = pipelineSettings(loop, {
     sessionHeader: config.sessionHeader,
@@ -238,7 +245,8 @@ async function runWorkers(config: Config, log: ReturnType<typeof createLogger>):
     maxSessions: config.statsSessions,
   })
   const store = config.stats === 'store' ? await openStore(config) : undefined
-  const keeper = store && (await keepStats(stats, store, `${config.host}:${config.port}`, log))
+  const keeper =
+    store && (await keepStats(stats, store, placeOf(config), log, `${config.host}:${config.port}`))
   runPrimary({
     workers: config.workers,
     stats,

@@ -16,18 +16,22 @@ export interface StatsKeeper {
 /**
  * `--stats store`: the figures of /stats go on over a restart. They are read once at start, then
  * written every 10 s when requests came in, and on stop; a failed write is logged and tried again
- * later, never in a request's way. `name` tells the processes apart (host and port): each keeps
- * its own figures, so two replicas do not overwrite each other's.
+ * later, never in a request's way. `name` tells the processes apart (the machine, host and port):
+ * each keeps its own figures, so two replicas do not overwrite each other's. Figures kept by a
+ * version that named them by host and port alone (`formerName`) are read when there are no others.
  */
 export async function keepStats(
   stats: StatsCollector,
   store: Store,
   name: string,
   log: Logger,
+  formerName?: string,
 ): Promise<StatsKeeper> {
   const key = 'figures:' + name
   try {
-    const text = await store.getLatest(SCOPE, key)
+    const text =
+      (await store.getLatest(SCOPE, key)) ??
+      (formerName === undefined ? undefined : await store.getLatest(SCOPE, 'figures:' + formerName))
     if (text) stats.restore(JSON.parse(text) as SavedStats)
   } catch (error) {
     log.warn('stats-not-restored', { message: (error as Error).message })

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import type { StatsSnapshot } from '../../src/stats/index.js'
+import { createStore } from '../../src/store/index.js'
 import { startProxyCli, stopCli } from '../helpers/cli.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
 import { chatWithResults, postChat } from '../helpers/proxy.js'
@@ -37,6 +38,20 @@ test('the figures survive a restart on SQLite; --stats memory starts from zero',
       before.sessions.map((s) => [s.session, s.requests]).sort(),
     )
     await stopCli(again)
+
+    // Figures an older version kept under its address alone are taken up once.
+    const { hostname } = await import('node:os')
+    const kept = await createStore(store, { idleTtlMs: 86_400_000 })
+    const figures = await kept.getLatest('lembas-stats', `figures:${hostname()}/127.0.0.1:0`)
+    await kept.close()
+    assert.ok(figures, 'kept under the machine and the address')
+    const older = await createStore(`sqlite:${join(dir, 'older.db')}`, { idleTtlMs: 86_400_000 })
+    await older.setLatest('lembas-stats', 'figures:127.0.0.1:0', figures)
+    await older.close()
+    const upgraded = await startProxyCli(upstream.url, `sqlite:${join(dir, 'older.db')}`)
+    assert.equal((await snapshot(upgraded.url)).totals.requests, 2)
+    await stopCli(upgraded)
+
     const fresh = await startProxyCli(upstream.url, store, ['--stats', 'memory'])
     assert.equal((await snapshot(fresh.url)).totals.requests, 0)
     await stopCli(fresh)
