@@ -72,9 +72,10 @@ try {
     times.restart.push(await post(proxy.url, session.next(), name))
     await proxy.close()
     // A graceful stop of the process that served the last request, then a new one.
-    await handOnStates(splice, store, 'bench', 'same', silentLogger)
+    const handover = { store, name: 'bench', fingerprint: 'same', log: silentLogger }
+    await handOnStates(splice, handover)
     splice = spliceCache()
-    await takeOnStates(splice, store, 'bench', 'same', silentLogger)
+    await takeOnStates(splice, handover)
     proxy = await startProxy({ upstreamUrl: upstream.url, store, splice })
     times['handed on'].push(await post(proxy.url, session.next(), name))
     times.fast.push(await post(proxy.url, session.next(), name))

@@ -91,9 +91,10 @@ function handingOn(
     sessionHeader: config.sessionHeader,
     workspace: config.workspace,
   })
+  const handover = { store, name, fingerprint, log }
   return {
-    take: () => takeOnStates(settings.splice, store, name, fingerprint, log),
-    hand: () => handOnStates(settings.splice, store, name, fingerprint, log),
+    take: () => takeOnStates(settings.splice, handover),
+    hand: () => handOnStates(settings.splice, handover),
   }
 }
 

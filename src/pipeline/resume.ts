@@ -71,6 +71,16 @@ interface SavedState {
   readonly live: readonly Live[]
 }
 
+/** Where states are handed on: the store, the process's place in it, what a state must match. */
+export interface Handover {
+  readonly store: Store
+  /** The machine, the address and the worker's place. */
+  readonly name: string
+  /** resumeFingerprint of this process. */
+  readonly fingerprint: string
+  readonly log: Logger
+}
+
 /** A digest of what makes a remembered state valid: the same code and the same settings. */
 export function resumeFingerprint(version: string, settings: unknown): string {
   return createHash('sha256')
@@ -140,15 +150,12 @@ function loadState(saved: SavedState): SpliceState {
 }
 
 /**
- * Writes every state the fast path holds, under `name` (the address, and the worker's place):
- * in parts of a few MB, then how many parts there are. Failing to is logged, never fatal.
+ * Writes every state the fast path holds, under the handover's name: in parts of a few MB, then
+ * how many parts there are. Failing to is logged, never fatal.
  */
 export async function handOnStates(
   splice: SpliceCache,
-  store: Store,
-  name: string,
-  fingerprint: string,
-  log: Logger,
+  { store, name, fingerprint, log }: Handover,
 ): Promise<void> {
   const pace = pacer()
   const parts: string[] = []
@@ -182,16 +189,13 @@ export async function handOnStates(
 }
 
 /**
- * Takes on the states a process stopped under `name` left: into the fast path's memory (within
- * its budget), then drops them from the store. States of another version or other settings are
- * dropped unused.
+ * Takes on the states a process stopped under the handover's name left: into the fast path's
+ * memory (within its budget), then drops them from the store. States of another version or other
+ * settings are dropped unused.
  */
 export async function takeOnStates(
   splice: SpliceCache,
-  store: Store,
-  name: string,
-  fingerprint: string,
-  log: Logger,
+  { store, name, fingerprint, log }: Handover,
 ): Promise<void> {
   try {
     const count = Number((await store.getLatest(SCOPE, name)) ?? 0)
@@ -203,14 +207,13 @@ export async function takeOnStates(
       if (text === undefined) continue
       const saved = JSON.parse(text) as Saved
       await store.setLatest(SCOPE, `${name}#${n}`, '')
-      for (const [key, states] of saved.keys) {
-        if (saved.fingerprint !== fingerprint) {
-          stale += states.length
-          continue
-        }
-        splice.adopt(key, states.map(loadState))
-        sessions += states.length
+      const held = saved.keys.reduce((sum, [, states]) => sum + states.length, 0)
+      if (saved.fingerprint !== fingerprint) {
+        stale += held
+        continue
       }
+      for (const [key, states] of saved.keys) splice.adopt(key, states.map(loadState))
+      sessions += held
     }
     await store.setLatest(SCOPE, name, '0')
     log.info('sessions-taken-on', { sessions, ...(stale > 0 ? { stale } : {}) })
