@@ -162,6 +162,49 @@ function runClaude(
   )
 }
 
+/**
+ * What a live Claude Code run goes through: the scripted model, the proxy (with `options`) on a
+ * SQLite file beside the project, and a tap in front of it that stops the run on any answer but
+ * a 200. `close` takes it all down, the project too.
+ */
+async function claudeRig(
+  project: LiveProject,
+  steps: readonly ((messages: any[]) => Say)[],
+  options: Omit<Parameters<typeof startProxy>[0], 'upstreamUrl' | 'store'>,
+) {
+  const stop = new AbortController()
+  const errors: string[] = []
+  const main: RecordedRequest[] = []
+  const fake = await startFakeUpstream(scriptedClaude(steps, { main, errors, stop }))
+  const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
+    idleTtlMs: DAY,
+  })
+  const proxy = await startProxy({
+    upstreamUrl: fake.url,
+    store,
+    workspace: await createWorkspace([project.root]),
+    ...options,
+  })
+  const tap = await startTap(proxy.url, (exchange) => {
+    if (exchange.status !== 200)
+      stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 300)}`)
+  })
+  return {
+    stop,
+    errors,
+    main,
+    fake,
+    tap,
+    async close() {
+      await tap.close()
+      await proxy.close()
+      await store.close()
+      await fake.close()
+      rmSync(dirname(project.root), { recursive: true, force: true })
+    },
+  }
+}
+
 const isMain = (json: any) => {
   const names = (json?.tools ?? []).map((t: any) => t.name)
   return names.includes('Read') && names.includes('Bash')
@@ -238,29 +281,12 @@ for (const { model, reminders } of MODELS) {
         const project = makeLiveProject('claude')
         const bigSha = sha8(project.big)
         const steps = plan(project)
-        const stop = new AbortController()
-        const errors: string[] = []
-        const main: RecordedRequest[] = []
-        const fake = await startFakeUpstream(scriptedClaude(steps, { main, errors, stop }))
-        const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
-          idleTtlMs: DAY,
-        })
         const stats = createStats()
         const lines: string[] = []
         const log = createLogger('info', (line) => void lines.push(line))
         const recorder = createRecorder(join(dirname(project.root), 'records'), { log })
-        const proxy = await startProxy({
-          upstreamUrl: fake.url,
-          store,
-          stats,
-          recorder,
-          workspace: await createWorkspace([project.root]),
-          log,
-        })
-        const tap = await startTap(proxy.url, (exchange) => {
-          if (exchange.status !== 200)
-            stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 300)}`)
-        })
+        const rig = await claudeRig(project, steps, { stats, recorder, log })
+        const { stop, errors, main, fake, tap } = rig
         try {
           const run = await runClaude(binary, project, tap.url, model, stop.signal)
           if (process.env['LEMBAS_LIVE_DUMP'])
@@ -354,11 +380,7 @@ for (const { model, reminders } of MODELS) {
           assert.ok(rebuilt.tokens < sent.tokens, `${rebuilt.tokens} ≥ ${sent.tokens}`)
           assert.ok(elided.breaks >= 1 && totals.elisions.results >= 1)
         } finally {
-          await tap.close()
-          await proxy.close()
-          await store.close()
-          await fake.close()
-          rmSync(dirname(project.root), { recursive: true, force: true })
+          await rig.close()
         }
       },
     )
@@ -386,23 +408,8 @@ describe(`${pkg.name}@${pkg.version} with --elide, run for real through /v1/mess
         () => [{ name: 'recall', input: { id: '#0001' } }],
         () => FINAL,
       ]
-      const stop = new AbortController()
-      const errors: string[] = []
-      const main: RecordedRequest[] = []
-      const fake = await startFakeUpstream(scriptedClaude(steps, { main, errors, stop }))
-      const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
-        idleTtlMs: DAY,
-      })
-      const proxy = await startProxy({
-        upstreamUrl: fake.url,
-        store,
-        workspace: await createWorkspace([project.root]),
-        elide: defaultElide(),
-      })
-      const tap = await startTap(proxy.url, (exchange) => {
-        if (exchange.status !== 200)
-          stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 300)}`)
-      })
+      const rig = await claudeRig(project, steps, { elide: defaultElide() })
+      const { stop, errors, main, tap } = rig
       try {
         const run = await runClaude(binary, project, tap.url, 'claude-sonnet-4-5', stop.signal)
         const about = describeRun(run) + '\n' + errors.join('\n')
@@ -456,11 +463,7 @@ describe(`${pkg.name}@${pkg.version} with --elide, run for real through /v1/mess
         for (const exchange of tap.exchanges)
           assert.ok(!exchange.response.includes('"recall"'), 'a recall reached the CLI')
       } finally {
-        await tap.close()
-        await proxy.close()
-        await store.close()
-        await fake.close()
-        rmSync(dirname(project.root), { recursive: true, force: true })
+        await rig.close()
       }
     },
   )
