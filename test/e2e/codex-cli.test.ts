@@ -152,19 +152,9 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       'ls src',
       'seq 1 1500',
     ]
-    const say = (request: RecordedRequest): ResponsesSay => {
-      const step = request.json.input.filter((i: any) => i.type === 'function_call').length
-      if (step < commands.length)
-        return {
-          calls: [
-            { name: 'exec_command', args: { cmd: commands[step] }, id: `call_cx_${step + 1}` },
-          ],
-        }
-      if (step === commands.length)
-        return { calls: [{ name: 'recall', args: { id: '#0008', offset: 700, limit: 3 } }] }
-      return { text: 'Session done.' }
-    }
-    const upstream = await scriptedCodex(say)
+    const upstream = await scriptedCodex(
+      commandsThenRecall(commands, 'call_cx', { id: '#0008', offset: 700, limit: 3 }),
+    )
     const stats = createStats()
     const lines: string[] = []
     const log = createLogger('info', (line) => void lines.push(line))
@@ -252,18 +242,7 @@ describe('the real Codex CLI with --elide, through /v1/responses', () => {
     const long = (from: number) => `seq -f 'line %g of a long output' ${from} ${from + 390}`
     const froms = [1, 1000, 2000, 3000, 4000]
     const commands = froms.map(long)
-    const say = (request: RecordedRequest): ResponsesSay => {
-      const step = request.json.input.filter((i: any) => i.type === 'function_call').length
-      if (step < commands.length)
-        return {
-          calls: [
-            { name: 'exec_command', args: { cmd: commands[step] }, id: `call_el_${step + 1}` },
-          ],
-        }
-      if (step === commands.length) return { calls: [{ name: 'recall', args: { id: '#0001' } }] }
-      return { text: 'Session done.' }
-    }
-    const upstream = await scriptedCodex(say)
+    const upstream = await scriptedCodex(commandsThenRecall(commands, 'call_el', { id: '#0001' }))
     const proxy = await startProxy({
       upstreamUrl: upstream.url,
       store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
@@ -305,6 +284,28 @@ describe('the real Codex CLI with --elide, through /v1/responses', () => {
 })
 
 /** A fake Responses API whose model says what `say` makes of each request. */
+/**
+ * A model that runs `commands` one a turn (call ids `<prefix>_1`, `<prefix>_2`, …), then recalls
+ * with `recall`'s arguments, then says it is done; the turn is told by the calls made so far.
+ */
+function commandsThenRecall(
+  commands: readonly string[],
+  prefix: string,
+  recall: Record<string, unknown>,
+): (request: RecordedRequest) => ResponsesSay {
+  return (request) => {
+    const step = request.json.input.filter((i: any) => i.type === 'function_call').length
+    if (step < commands.length)
+      return {
+        calls: [
+          { name: 'exec_command', args: { cmd: commands[step] }, id: `${prefix}_${step + 1}` },
+        ],
+      }
+    if (step === commands.length) return { calls: [{ name: 'recall', args: recall }] }
+    return { text: 'Session done.' }
+  }
+}
+
 async function scriptedCodex(say: (request: RecordedRequest) => ResponsesSay) {
   const upstream: FakeUpstream = await startFakeUpstream((request) => {
     if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
