@@ -154,16 +154,13 @@ export class SpliceCache {
   }
 
   /** Every key's states, least recently used first: what a stopping process hands on. */
-  *all(): Generator<readonly [string, readonly SpliceState[]]> {
-    for (const [key, states] of this.#byKey.entries()) yield [key, states]
+  all(): Generator<readonly [string, readonly SpliceState[]]> {
+    return this.#byKey.entries()
   }
 
-  /** States another process remembered, as the most recently used (ones held here win). */
+  /** States another process remembered under `key`, most recent first, as this process's own. */
   adopt(key: string, states: readonly SpliceState[]): void {
-    const held = this.#byKey.peek(key) ?? []
-    const scopes = new Set(held.map((state) => state.scope))
-    for (const state of [...states].reverse())
-      if (!scopes.has(state.scope)) this.remember(key, state)
+    for (const state of [...states].reverse()) this.remember(key, state)
   }
 
   remember(key: string, state: SpliceState): void {

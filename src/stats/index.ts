@@ -222,8 +222,10 @@ export function createStats(
   // Each session weighs 1: at most maxSessions of them.
   const sessions = new Lru<SessionFigures>()
   const unrecognisedByTool = new Map<string, number>()
-  const ownSessions = (): CacheSize => ({ entries: sessions.size })
-  const caches = new Map<string, () => CacheSize>()
+  // The sessions /stats lists are one of the bounded caches /metrics shows.
+  const caches = new Map<string, () => CacheSize>([
+    ['stats_sessions', () => ({ entries: sessions.size })],
+  ])
   const loops: (() => number)[] = []
   let coldBodies: (() => ColdBodies) | undefined
   const recent: RecentRequest[] = []
@@ -367,7 +369,7 @@ export function createStats(
       coldBodies = use
     },
     metrics() {
-      for (const [cache, size] of [...caches, ['stats_sessions', ownSessions] as const]) {
+      for (const [cache, size] of caches) {
         const { entries, bytes } = size()
         m.cacheEntries.set({ cache }, entries)
         if (bytes !== undefined) m.cacheBytes.set({ cache }, bytes)
