@@ -88,17 +88,36 @@ export function cacheBreak(input: BreakInput): CacheBreak | undefined {
   if (changed) return changed
   const item = firstDifferent(previous.digests.upstream, digests.upstream)
   if (item === undefined) return undefined
-  const at = input.offsets()[item] ?? input.sentBytes
   const clientSame = firstDifferent(previous.digests.client, digests.client) === undefined
-  const raw = input.items[item]
-  const role = raw?.role ?? raw?.type
-  return {
+  return itemBreak({
     item,
-    ...(typeof role === 'string' ? { role } : {}),
+    raw: input.items[item],
+    at: input.offsets()[item] ?? input.sentBytes,
     by: clientSame ? 'proxy' : 'client',
-    // What this request resends after the change: cached before, written and billed again.
+    previousBytes: previous.sentBytes,
+    sentBytes: input.sentBytes,
+  })
+}
+
+/**
+ * A break at client item `item` (`raw`), whose upstream bytes begin `at`: what this request
+ * resends from there on was cached before, and is written and billed again.
+ */
+export function itemBreak(input: {
+  readonly item: number
+  readonly raw: Json | undefined
+  readonly at: number
+  readonly by: CacheBreak['by']
+  readonly previousBytes: number
+  readonly sentBytes: number
+}): CacheBreak {
+  const role = input.raw?.role ?? input.raw?.type
+  return {
+    item: input.item,
+    ...(typeof role === 'string' ? { role } : {}),
+    by: input.by,
     tokens: Math.round(
-      Math.max(0, Math.min(previous.sentBytes, input.sentBytes) - at) / CHARS_PER_TOKEN,
+      Math.max(0, Math.min(input.previousBytes, input.sentBytes) - input.at) / CHARS_PER_TOKEN,
     ),
   }
 }

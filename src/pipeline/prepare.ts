@@ -8,7 +8,7 @@ import { explicitScope, identify, tenantOf, type SessionSources } from '../sessi
 import { arraySpan, arrayTail } from '../wire/json-scan.js'
 import { pacer } from '../pace/index.js'
 import { framing, piecesBytes, type UpstreamBody } from './body.js'
-import { cacheBreak, fieldBreak, fixedDigests, type CacheBreak } from './breaks.js'
+import { cacheBreak, fieldBreak, fixedDigests, itemBreak, type CacheBreak } from './breaks.js'
 import { parseBody, parseElements, parseJson, skipComma, SLICED_PARSE_BYTES } from './json.js'
 import { KeptBuilder, resolveKept } from './kept.js'
 import type { HistoryStats } from './rebuild.js'
@@ -144,16 +144,11 @@ async function prepareWhole(
     (parsed.span ?? (await arraySpan(bytes, door.arrayKey, Number.MAX_SAFE_INTEGER)))
   const elements = span && elementsOf(bytes, span.arrayStart + 1, span.ends)
   const digests = elements && (await itemDigests(bytes, elements, shaped.upstream, items.length))
+  const sentBytes = piecesBytes(shaped.items)
   const broken =
     previous && digests
-      ? cacheBreak({
-          previous,
-          fixed,
-          items,
-          digests,
-          sentBytes: piecesBytes(shaped.items),
-          offsets: shaped.offsets,
-        })
+      ? (cacheBreak({ previous, fixed, items, digests, sentBytes, offsets: shaped.offsets }) ??
+        batchBreak(shaped, previous.sentBytes, sentBytes))
       : undefined
   const rest = span && restOf(door, bytes, span.arrayEnd, request)
   if (span && elements && digests && rest && shaped.remember) {
@@ -265,7 +260,23 @@ async function spliced(
     }
   }
   const count = state.itemCount + items.length
-  return finish(door, request, count, shaped, 1, deps, fieldBreak(state, fixed), rest.value)
+  const broken =
+    fieldBreak(state, fixed) ?? batchBreak(shaped, state.sentBytes, piecesBytes(shaped.items))
+  return finish(door, request, count, shaped, 1, deps, broken, rest.value)
+}
+
+/**
+ * The break an `--elide` batch made (where no earlier one shows): from its first result on, the
+ * previous request's bytes are billed again. The fast path, and the full path after a request
+ * whose held-back items the batch reaches, know it only so.
+ */
+function batchBreak(
+  shaped: Shaped,
+  previousBytes: number,
+  sentBytes: number,
+): CacheBreak | undefined {
+  const at = shaped.batchAt
+  return at && itemBreak({ ...at, by: 'proxy', previousBytes, sentBytes })
 }
 
 function finish(

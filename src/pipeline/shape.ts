@@ -53,6 +53,8 @@ export interface Shaped {
   readonly place: AnswerPlace
   /** For each client item, the upstream bytes before it. */
   offsets(): number[]
+  /** Where an `--elide` batch made now begins: its first result's item and upstream offset. */
+  readonly batchAt?: { readonly item: number; readonly raw: Json | undefined; readonly at: number }
   /** The state at the request's end less the door's holdback: the fast path's next start. */
   readonly remember?: Omit<
     SpliceState,
@@ -73,7 +75,12 @@ export interface Shaped {
 export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Shaped | undefined> {
   const { door, request, items, view, start } = input
   const continuity = continuityOf(input, deps.profile)
-  const covered = Math.max(0, items.length - door.holdback)
+  // With --elide the newest turn's results are left out of what is remembered: the next
+  // request's batch most often takes exactly them, and then goes on the fast path.
+  const covered = Math.min(
+    Math.max(0, items.length - door.holdback),
+    deps.elide ? newestResultsAt(view, items.length) : items.length,
+  )
   const snapshotAt = firstAt(view, covered)
   const tools = await toolKeys(view.messages, start?.history, snapshotAt)
   const base = start?.itemCount ?? 0
@@ -138,16 +145,25 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     elide && session.scope !== undefined && weighed
       ? dueBatch(live, newestTurn ?? upstream.total(), elide, rebuilt.state.turns)
       : undefined
-  if (due && start) return undefined
+  // A batch that reaches into the remembered items rewrites bytes this request did not parse:
+  // the full path decides it.
+  if (due && start && due.some((result) => result.item < base)) return undefined
+  let batchAt: Shaped['batchAt']
   if (due && session.scope !== undefined && elide) {
     const rendered = new Map(tools.keys.map((key, i) => [key, rebuilt.messages[i]!] as const))
     const texts = Object.fromEntries(
       due.map((r) => [r.key, standIn(contentText(rendered.get(r.key)?.content), elide)]),
     )
-    const batch = await writeBatch(session.scope, deps.store, elision, { at: count, texts })
+    const ours = { at: count, texts }
+    const batch = await writeBatch(session.scope, deps.store, elision, ours)
+    // Another process's batch won the race: it may reach further back; the full path applies it.
+    if (start && JSON.stringify(batch) !== JSON.stringify(ours)) return undefined
     rebuilt = await rebuilt.reassemble(withBatch(elision, batch, count))
     upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
     live = liveNow()
+    // Its first result is where the upstream bytes first differ from the previous request's.
+    const first = due.reduce((a, b) => (b.offset < a.offset ? b : a))
+    batchAt = { item: first.item, raw: items[first.item - base], at: first.offset }
   }
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
   const place = { index: count, previous: answers.last }
@@ -159,6 +175,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     stats,
     place,
     offsets,
+    ...(batchAt ? { batchAt } : {}),
   }
   // A join across the remembered end would change bytes the next request splices: none then;
   // nor an empty history (chat: the prompt block would be left out).
@@ -279,6 +296,18 @@ function ownerKeys(
     ...tools.flatMap((key) => (key === undefined ? [] : [keys.ownerOfTool(key)])),
     ...placed.flatMap((p) => (p.named ? [keys.ownerOfAnswer(p.key)] : [])),
   ]
+}
+
+/**
+ * The client item of the first tool result after the last assistant message (the newest turn's
+ * results), or `count` when there is none.
+ */
+function newestResultsAt(view: View, count: number): number {
+  const messages = view.messages
+  let at = count
+  for (let i = messages.length - 1; i >= 0 && messages[i]!.role !== 'assistant'; i--)
+    if (messages[i]!.role === 'tool') at = view.origins[i]!
+  return at
 }
 
 /** The first view message that comes from item `item` or later. */

@@ -12,7 +12,8 @@ import { dueBatch, standIn, type ElideSettings } from '../../src/pipeline/elide.
 import { createStore, type Store } from '../../src/store/index.js'
 import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { loop, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { loop, requestLines, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { createLogger } from '../../src/log.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 
 const DAY = 86_400_000
@@ -85,9 +86,11 @@ async function session(door: Door, deploy: (upstream: string) => Promise<Deploym
 async function single(
   upstreamUrl: string,
   store: Store,
-  extra: { spliceChars?: number } = {},
+  extra: { spliceChars?: number; log?: string[]; elide?: ElideSettings } = {},
 ): Promise<Deployment> {
-  const proxy = await startProxy({ upstreamUrl, store, elide: ELIDE, ...extra })
+  const { log: lines, elide = ELIDE, ...options } = extra
+  const log = lines && createLogger('info', (line) => lines.push(line))
+  const proxy = await startProxy({ upstreamUrl, store, elide, ...options, log })
   return { url: () => proxy.url, before: async () => {}, close: () => proxy.close() }
 }
 
@@ -173,6 +176,38 @@ describe('--elide on every door', () => {
         }
       })
       assert.deepEqual(replicas, fast, 'two replicas send the same bytes')
+    })
+  }
+})
+
+describe('--elide with its defaults: a batch a turn, on the fast path', () => {
+  // The defaults (--elide-threshold 30, --elide-keep 1): each request elides the result the
+  // one before it added, which the fast path leaves out of what it remembers and parses again.
+  const defaults: ElideSettings = { ...ELIDE, thresholdTokens: 30, keepResults: 1, horizon: 200 }
+  for (const door of DOORS) {
+    test(`${door.name}: every request goes on from the one before, the same bytes as the full path`, async () => {
+      const memory = async () => createStore('memory:', { idleTtlMs: DAY })
+      const lines: string[] = []
+      const fast = await session(door, async (url) =>
+        single(url, await memory(), { elide: defaults, log: lines }),
+      )
+      const full = await session(door, async (url) =>
+        single(url, await memory(), { elide: defaults, spliceChars: 0 }),
+      )
+      assert.deepEqual(full, fast, 'the full path sends what the fast path sends')
+      const batches = breaks(fast)
+      assert.ok(batches.length >= STEPS - 2, `a batch a turn: ${batches}`)
+      const logged = requestLines(lines).filter((line) => line.messages > 0)
+      assert.deepEqual(
+        logged.slice(1).map((line) => line.spliced),
+        logged.slice(1).map(() => 1),
+        'every request after the first on the fast path, batches included',
+      )
+      // Each batch names its break: the proxy's, billing the tokens from the elided result on.
+      const named = logged.filter((line) => line.cacheBreak)
+      assert.equal(named.length, batches.length)
+      assert.ok(named.every((line) => line.cacheBreak.by === 'proxy' && line.cacheBreak.tokens > 0))
+      assert.match(fast.at(-1)!, /\[#0001\] Elided; recall shows it\./)
     })
   }
 })
