@@ -29,12 +29,20 @@ export const NO_ELISION: Elision = { batches: 0, texts: new Map(), pending: [] }
 export async function readElision(scope: string, store: Store, items: number): Promise<Elision> {
   let elision = NO_ELISION
   for (;;) {
-    const [value] = await store.get(scope, [keys.elision(elision.batches + 1)])
-    const batch = parseRecord<ElisionBatch>(value)
-    if (!batch) return elision
-    elision = withBatch(elision, batch, items)
+    // Batches are numbered from 1 without gaps: read a run of numbers at a time (a long session
+    // has made hundreds), up to the first that is not there.
+    const numbers = Array.from({ length: BATCHES_A_READ }, (_, i) => elision.batches + 1 + i)
+    const values = await store.get(scope, numbers.map(keys.elision))
+    for (const value of values) {
+      const batch = parseRecord<ElisionBatch>(value)
+      if (!batch) return elision
+      elision = withBatch(elision, batch, items)
+    }
   }
 }
+
+/** Batch numbers asked for in one store read. */
+const BATCHES_A_READ = 64
 
 export function withBatch(elision: Elision, batch: ElisionBatch, items: number): Elision {
   const applies = batch.at <= items
