@@ -5,16 +5,14 @@
  */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { createLogger } from '../../src/log.js'
 import { createStats } from '../../src/stats/index.js'
-import { createStore } from '../../src/store/index.js'
-import { createWorkspace } from '../../src/workspace/index.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
 import { prefixViolations } from '../helpers/model.js'
-import { fullPathRequests, startProxy } from '../helpers/proxy.js'
+import { fullPathRequests } from '../helpers/proxy.js'
 import {
   AGENT_PACKAGES,
   agentBinary,
@@ -34,9 +32,8 @@ import {
   RECALL_FROM,
   RECALL_LIMIT,
 } from './live/model.js'
-import { startTap } from './live/tap.js'
+import { liveProxy, stopOnFailure } from './live/rig.js'
 
-const DAY = 86_400_000
 /** A run takes about 5 s here; two time-boxed runs stay under 3 minutes even when both hang. */
 const RUN_TIMEOUT_MS = 75_000
 const TASK = 'Read src/big.ts, edit src/util.ts, search, list and run seq, then summarise.'
@@ -219,21 +216,19 @@ for (const setup of SETUPS) {
           stop.abort(`the scripted model failed: ${error}`),
         )
         const fake = await startFakeUpstream(model.script)
-        const store = await createStore(setup.store(dirname(project.root)), { idleTtlMs: DAY })
         const stats = createStats()
         const logLines: string[] = []
-        const proxy = await startProxy({
-          upstreamUrl: fake.url,
-          store,
-          stats,
-          log: createLogger('info', (line) => void logLines.push(line)),
-          workspace: await createWorkspace([project.root]),
-          ...(setup.sessionHeader ? { sessionHeader: setup.sessionHeader } : {}),
-        })
-        const tap = await startTap(proxy.url, (exchange) => {
-          if (exchange.status !== 200)
-            stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 500)}`)
-        })
+        const rig = await liveProxy(
+          project,
+          fake,
+          {
+            stats,
+            log: createLogger('info', (line) => void logLines.push(line)),
+            ...(setup.sessionHeader ? { sessionHeader: setup.sessionHeader } : {}),
+          },
+          { store: setup.store, onAnswer: stopOnFailure(stop) },
+        )
+        const tap = rig.tap
         try {
           const { args, env } = setup.command(tap.url + '/v1', project)
           const run = await runAgent(binary, args, {
@@ -449,11 +444,7 @@ for (const setup of SETUPS) {
           const drift = stats.snapshot()
           assert.equal(drift.totals.unrecognised, 0, JSON.stringify(drift.unrecognisedByTool))
         } finally {
-          await tap.close()
-          await proxy.close()
-          await store.close()
-          await fake.close()
-          rmSync(dirname(project.root), { recursive: true, force: true })
+          await rig.close()
         }
       }
       return undefined

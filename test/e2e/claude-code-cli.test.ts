@@ -6,18 +6,16 @@
  */
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
 import { createLogger } from '../../src/log.js'
 import { createRecorder } from '../../src/record/recorder.js'
 import { runReplay } from '../../src/replay/command.js'
 import { createStats, type StatsSnapshot } from '../../src/stats/index.js'
-import { createStore } from '../../src/store/index.js'
-import { createWorkspace } from '../../src/workspace/index.js'
 import { claudeAnswer, claudeSideAnswer, type Block } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { defaultElide, fullPathRequests, startProxy } from '../helpers/proxy.js'
+import { defaultElide, fullPathRequests } from '../helpers/proxy.js'
 import {
   AGENT_PACKAGES,
   agentBinary,
@@ -27,9 +25,8 @@ import {
   runAgent,
   type LiveProject,
 } from './live/agents.js'
-import { startTap } from './live/tap.js'
+import { liveProxy, stopOnFailure } from './live/rig.js'
 
-const DAY = 86_400_000
 const RUN_TIMEOUT_MS = 90_000
 const FINAL = 'Done: read, edited, listed, searched, wrote, ran seq and recalled its middle.'
 const RECALL_FROM = 700
@@ -170,39 +167,14 @@ function runClaude(
 async function claudeRig(
   project: LiveProject,
   steps: readonly ((messages: any[]) => Say)[],
-  options: Omit<Parameters<typeof startProxy>[0], 'upstreamUrl' | 'store'>,
+  options: Parameters<typeof liveProxy>[2],
 ) {
   const stop = new AbortController()
   const errors: string[] = []
   const main: RecordedRequest[] = []
   const fake = await startFakeUpstream(scriptedClaude(steps, { main, errors, stop }))
-  const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
-    idleTtlMs: DAY,
-  })
-  const proxy = await startProxy({
-    upstreamUrl: fake.url,
-    store,
-    workspace: await createWorkspace([project.root]),
-    ...options,
-  })
-  const tap = await startTap(proxy.url, (exchange) => {
-    if (exchange.status !== 200)
-      stop.abort(`the proxy answered ${exchange.status}: ${exchange.response.slice(0, 300)}`)
-  })
-  return {
-    stop,
-    errors,
-    main,
-    fake,
-    tap,
-    async close() {
-      await tap.close()
-      await proxy.close()
-      await store.close()
-      await fake.close()
-      rmSync(dirname(project.root), { recursive: true, force: true })
-    },
-  }
+  const rig = await liveProxy(project, fake, options, { onAnswer: stopOnFailure(stop) })
+  return { stop, errors, main, fake, tap: rig.tap, close: rig.close }
 }
 
 const isMain = (json: any) => {

@@ -5,15 +5,10 @@
  * the repeated listing) and the usage the upstream reported, streams included.
  */
 import assert from 'node:assert/strict'
-import { rmSync } from 'node:fs'
-import { dirname, join } from 'node:path'
 import { test } from 'node:test'
 import { createStats } from '../../src/stats/index.js'
-import { createStore } from '../../src/store/index.js'
-import { createWorkspace } from '../../src/workspace/index.js'
 import { claudeAnswer, claudeSideAnswer, type Block } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
-import { startProxy } from '../helpers/proxy.js'
 import {
   agentBinary,
   claudeCodeEnv,
@@ -21,9 +16,8 @@ import {
   makeLiveProject,
   runAgent,
 } from './live/agents.js'
-import { startTap } from './live/tap.js'
+import { liveProxy } from './live/rig.js'
 
-const DAY = 86_400_000
 const FINAL = 'Observed: read twice, listed twice.'
 
 test(
@@ -59,18 +53,9 @@ test(
             : [{ type: 'text', text: FINAL }]
       return claudeAnswer(request, content, index)
     })
-    const store = await createStore(`sqlite:${join(dirname(project.root), 'store.db')}`, {
-      idleTtlMs: DAY,
-    })
     const stats = createStats({ observe: true })
-    const proxy = await startProxy({
-      upstreamUrl: fake.url,
-      store,
-      stats,
-      workspace: await createWorkspace([project.root]),
-      observe: true,
-    })
-    const tap = await startTap(proxy.url)
+    const rig = await liveProxy(project, fake, { stats, observe: true })
+    const tap = rig.tap
     try {
       const run = await runAgent(
         binary,
@@ -103,11 +88,7 @@ test(
       assert.ok(main.promptTokens > 0, 'the upstream usage, read from its streams')
       assert.match(main.agent ?? '', /^claude-cli/)
     } finally {
-      await tap.close()
-      await proxy.close()
-      await store.close()
-      await fake.close()
-      rmSync(dirname(project.root), { recursive: true, force: true })
+      await rig.close()
     }
   },
 )
