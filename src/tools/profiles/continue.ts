@@ -37,12 +37,21 @@ export const continueDev = defineProfile({
     { kind: 'grep', names: ['grep_search', 'Search'] },
     { kind: 'shell', names: ['run_terminal_command', 'Bash'], command: ['command'] },
   ],
+  envelopes: [
+    // The `cn` CLI's Read (1.5.47, tools/readFile.ts): the whole file under a line naming it.
+    { pattern: /^Content of [^\n]*:\n$/, kind: 'empty' },
+    { pattern: /^Content of [^\n]*:\n(?<body>[\s\S]*)$/ },
+  ],
   shellEnvelopes: [
     // renderContextItemsWithStatus: the terminal's status after its output.
     {
       any: /\n\[Status: [^\n]*\]$/,
       success: /^(?<body>[\s\S]*?)\n?\n\[Status: Command completed\]$/,
     },
+    // The `cn` CLI's Bash: what the command wrote to stderr after its output, and an output cut
+    // at its start (truncateOutputFromStart): neither is a file's lines.
+    { any: /\nStderr: / },
+    { any: /^\(previous (?:\d+ lines truncated|\d+ characters truncated|output truncated: )/ },
   ],
   success: [
     // The edit is applied in the IDE; the answer names the file by its URI (CLI: by its path,
@@ -60,6 +69,8 @@ export const continueDev = defineProfile({
     // callToolById: any tool's failure and its arguments' rejection.
     /^\w+ failed with the message: /,
     /^\w+ failed because the arguments were invalid/,
+    // The `cn` CLI (stream/streamChatResponse.helpers.ts): a tool that threw or was refused.
+    /^Error (?:executing tool|checking permissions for) \w+: /,
   ],
   compaction: [{ role: 'system', pattern: /Previous conversation summary:\n\n/ }],
 })

@@ -33,6 +33,7 @@ export const AGENT_PACKAGES = {
   opencode: { name: 'opencode-ai', version: '1.18.33', bin: 'opencode' },
   codex: { name: '@openai/codex', version: '0.171.0', bin: 'codex' },
   claude: { name: '@anthropic-ai/claude-code', version: '2.1.332', bin: 'claude' },
+  continue: { name: '@continuedev/cli', version: '1.5.47', bin: 'cn' },
   kilo: {
     name: '@kilocode/cli',
     version: '7.7.7',
