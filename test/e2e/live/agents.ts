@@ -34,6 +34,7 @@ export const AGENT_PACKAGES = {
   codex: { name: '@openai/codex', version: '0.171.0', bin: 'codex' },
   claude: { name: '@anthropic-ai/claude-code', version: '2.1.332', bin: 'claude' },
   continue: { name: '@continuedev/cli', version: '1.5.47', bin: 'cn' },
+  cline: { name: 'cline', version: '3.0.65', bin: 'cline' },
   kilo: {
     name: '@kilocode/cli',
     version: '7.7.7',

@@ -1,0 +1,150 @@
+/**
+ * The real Cline CLI (3.x, its "Cline 4" tools, headless) through the proxy, against a scripted
+ * model on the Chat Completions API. Its answers are JSON (`[{"query":…,"result":…,"success":…}]`):
+ * a read of a whole file gets a read's bracket and, again, a stub; `ls` and a search repeated are
+ * "Same result as"; an edit answers with the diff; a `cat` of the file and a range of it after
+ * a whole read are stubs of that read.
+ */
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { test } from 'node:test'
+import { createLogger } from '../../src/log.js'
+import { createStats } from '../../src/stats/index.js'
+import { chatChunks, startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import { fullPathRequests } from '../helpers/proxy.js'
+import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
+import { liveProxy, stopOnFailure } from './live/rig.js'
+
+const FINAL = 'Cline CLI: read, listed, searched, edited and read again.'
+
+type Call = { name: string; args: Record<string, unknown> }
+
+/** The session the model plays (absolute paths, as Cline's tools ask), then the final answer. */
+function steps(big: string, util: string): Call[] {
+  return [
+    { name: 'read_files', args: { files: [{ path: big }] } },
+    { name: 'read_files', args: { files: [{ path: big }] } },
+    { name: 'run_commands', args: { commands: ['ls src'] } },
+    { name: 'run_commands', args: { commands: ['ls src'] } },
+    { name: 'search_codebase', args: { queries: ['function compute1\\('] } },
+    { name: 'search_codebase', args: { queries: ['function compute1\\('] } },
+    { name: 'read_files', args: { files: [{ path: util }] } },
+    { name: 'editor', args: { path: util, old_text: 'return a + b;', new_text: 'return b + a;' } },
+    { name: 'read_files', args: { files: [{ path: util }] } },
+    { name: 'run_commands', args: { commands: ['cat src/util.ts'] } },
+    { name: 'read_files', args: { files: [{ path: util, start_line: 2, end_line: 3 }] } },
+  ]
+}
+
+const isMain = (json: any) =>
+  (json?.tools ?? []).some((t: any) => t?.function?.name === 'read_files')
+
+function script(plan: Call[], main: RecordedRequest[]) {
+  return (request: RecordedRequest, index: number) => {
+    const json = request.json
+    if (!isMain(json)) return { sse: [...chatChunks({ content: ['Side answer.'] }), '[DONE]'] }
+    main.push(request)
+    const step = json.messages.filter((m: any) => m.tool_calls?.length).length
+    const next = plan[step]
+    const chunks = next
+      ? chatChunks({
+          toolCalls: [
+            { id: `call_${index}`, name: next.name, arguments: [JSON.stringify(next.args)] },
+          ],
+        })
+      : chatChunks({ content: [FINAL] })
+    return { sse: [...chunks, '[DONE]'] }
+  }
+}
+
+test(
+  'the real Cline CLI: JSON answers bracketed, stubbed, deduped and diffed',
+  { timeout: 150_000 },
+  async () => {
+    const binary = agentBinary('cline')
+    const project = makeLiveProject('cline')
+    const plan = steps(project.big, project.util)
+    const main: RecordedRequest[] = []
+    const fake = await startFakeUpstream(script(plan, main))
+    const stop = new AbortController()
+    const stats = createStats()
+    const logLines: string[] = []
+    const rig = await liveProxy(
+      project,
+      fake,
+      { stats, log: createLogger('info', (line) => void logLines.push(line)) },
+      { onAnswer: stopOnFailure(stop) },
+    )
+    try {
+      const env = isolatedEnv(project.home)
+      // The provider: OpenAI-compatible at the proxy (written into the scratch home).
+      execFileSync(
+        binary,
+        ['auth', '-p', 'openai', '-k', 'live-key', '-m', 'live-model', '-b', `${rig.tap.url}/v1`],
+        { cwd: project.root, env, stdio: 'pipe', timeout: 60_000 },
+      )
+      const run = await runAgent(binary, ['Look around src.'], {
+        cwd: project.root,
+        env,
+        timeoutMs: 90_000,
+        stop: stop.signal,
+      })
+      const about = describeRun(run)
+      assert.equal(run.code, 0, about)
+      assert.ok(run.stdout.includes(FINAL), about)
+
+      const last = main.at(-1)!.json.messages as any[]
+      const results = last.filter((m) => m.role === 'tool').map((m) => String(m.content))
+      assert.equal(results.length, plan.length, results.map((r) => r.slice(0, 60)).join('\n'))
+      const [read, reread, ls, rels, search, research, util, edit, after, cat, range] = results as [
+        string,
+        ...string[],
+      ]
+      const big = project.big
+      const sha = new RegExp(
+        `^\\[#0001 ${big} lines 1-301 of 301 sha ([0-9a-f]{8})\\]\\n\\[\\{"query":`,
+      ).exec(read)?.[1]
+      assert.ok(sha, read.slice(0, 160))
+      assert.equal(
+        reread,
+        `[#0002 ${big} lines 1-301 of 301 sha ${sha}] Unchanged since #0001, which already shows lines 1-301.`,
+      )
+      assert.match(ls!, /^\[#0003\]\n\[\{"query":"ls src"/)
+      assert.equal(rels, '[#0004] Same result as #0003.')
+      assert.match(search!, /^\[#0005\]\n/)
+      assert.equal(research, '[#0006] Same result as #0005.')
+      const util1 = new RegExp(
+        `^\\[#0007 ${project.util} lines 1-7 of 7 sha ([0-9a-f]{8})\\]`,
+      ).exec(util!)?.[1]
+      assert.ok(util1, util!.slice(0, 160))
+      const edited = new RegExp(`^\\[#0008 ${project.util} sha ([0-9a-f]{8})\\]\\n@@ `).exec(
+        edit!,
+      )?.[1]
+      assert.ok(edited && edited !== util1, edit!.slice(0, 200))
+      assert.match(edit!, /\n-  return a \+ b;\n\+  return b \+ a;\n/)
+      assert.ok(
+        after!.startsWith(`[#0009 ${project.util} lines 1-7 of 7 sha ${edited}]\n`),
+        after!.slice(0, 160),
+      )
+      // The file again through the shell, and a range of it: both inside #0009, unchanged.
+      assert.equal(
+        cat,
+        `[#000a src/util.ts lines 1-7 of 7 sha ${edited}] Unchanged since #0009, which already shows lines 1-7.`,
+      )
+      assert.equal(
+        range,
+        `[#000b ${project.util} lines 2-3 of 7 sha ${edited}] Unchanged since #0009, which already shows lines 1-7.`,
+      )
+
+      const full = fullPathRequests(logLines)
+      assert.deepEqual(full.full, [], `${full.requests} requests with new results`)
+      assert.equal(
+        stats.snapshot().totals.unrecognised,
+        0,
+        'every Cline answer as its profile expects',
+      )
+    } finally {
+      await rig.close()
+    }
+  },
+)
