@@ -70,11 +70,17 @@ export function renderResult(
           call.files.map((file) => file.absPath),
         ),
       }
-    case 'other':
-      return {
-        text: withId(id, capText(text, id, rules), rules),
-        entry: call.touches?.length ? touch(id, call.touches) : undefined,
+    case 'other': {
+      const entry = call.touches?.length ? touch(id, call.touches) : undefined
+      const wrapped = call.wrapped
+      const inner = wrapped && capText(wrapped.output, id, rules)
+      if (wrapped && inner !== wrapped.output) {
+        const escaped = JSON.stringify(inner).slice(1, -1)
+        const shown = wrapped.before + escaped + wrapped.after
+        return { text: withId(id, shown, rules), entry, stored: wrapped.output }
       }
+      return { text: withId(id, capText(text, id, rules), rules), entry }
+    }
   }
 }
 

@@ -115,6 +115,12 @@ export interface OtherCall {
   readonly kind: 'other'
   /** Files the call changed (an edit the engine cannot diff): reads of them are no targets. */
   readonly touches?: readonly string[]
+  /**
+   * The tool's output inside an answer that wraps it as a JSON string (Cline 4): `before` and
+   * `after` are the answer around the string's content. A long output is capped inside, so the
+   * answer stays JSON and recall shows the output's own lines.
+   */
+  readonly wrapped?: { readonly before: string; readonly output: string; readonly after: string }
 }
 
 export type SemanticCall = ReadCall | EditCall | PatchCall | ListingCall | OtherCall

@@ -63,8 +63,10 @@ export async function resultFacts(
   if (profile.agentStubs.some((stub) => stub.test(text.trimStart())))
     return { call: { kind: 'other' } }
   switch (classified.kind) {
-    case 'other':
-      return { call: { kind: 'other' } }
+    case 'other': {
+      const wrapped = json ? wrappedOutput(fullText, text) : undefined
+      return { call: { kind: 'other', ...(wrapped ? { wrapped } : {}) } }
+    }
     case 'read':
       return readFacts(classified, text, profile, workspace)
     case 'patch': {
@@ -364,6 +366,17 @@ function jsonAnswer(text: string, json: JsonResult): string | undefined {
   if (!entry || !(json.ok in entry)) return json.maybe ? text : undefined
   const answer = entry[json.text]
   return entry[json.ok] === true && typeof answer === 'string' ? answer : undefined
+}
+
+/**
+ * Where `output` stands in the JSON answer `text`, as the JSON string its content is written in:
+ * found once, escaped as JSON.stringify does (else the answer is left whole).
+ */
+function wrappedOutput(text: string, output: string) {
+  const escaped = JSON.stringify(output)
+  const at = text.indexOf(escaped)
+  if (at < 0 || text.indexOf(escaped, at + 1) >= 0) return undefined
+  return { before: text.slice(0, at + 1), output, after: text.slice(at + escaped.length - 1) }
 }
 
 function jsonEntry(text: string, list: boolean): Record<string, unknown> | undefined {

@@ -51,7 +51,7 @@ export type Classified =
       readonly name: string
       readonly args: unknown
     }
-  | { readonly kind: 'other' }
+  | ({ readonly kind: 'other' } & JsonWrapped)
 
 const OTHER: Classified = { kind: 'other' }
 
@@ -132,7 +132,8 @@ function classifyWith(
         ? onlyCommand(args[rule.commands.find((arg) => args[arg] !== undefined) ?? ''])
         : args[rule.command?.find((arg) => args[arg] !== undefined) ?? '']
       const call = shellCall(command)
-      return reading(call.kind === 'read' ? { ...call, ...json } : call)
+      // A read's lines, or a command's output, are inside the JSON answer (Cline 4).
+      return reading(call.kind === 'read' || call.kind === 'other' ? { ...call, ...json } : call)
     }
     default:
       return reading({ kind: rule.kind, name, args })

@@ -3,7 +3,8 @@
  * model on the Chat Completions API. Its answers are JSON (`[{"query":…,"result":…,"success":…}]`):
  * a read of a whole file gets a read's bracket and, again, a stub; `ls` and a search repeated are
  * "Same result as"; an edit answers with the diff; a `cat` of the file and a range of it after
- * a whole read are stubs of that read.
+ * a whole read are stubs of that read; a long command output is capped inside the JSON, and
+ * the model's recall of its middle is answered by the proxy with the output's own lines.
  */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -33,6 +34,8 @@ function steps(big: string, util: string): Call[] {
     { name: 'read_files', args: { files: [{ path: util }] } },
     { name: 'run_commands', args: { commands: ['cat src/util.ts'] } },
     { name: 'read_files', args: { files: [{ path: util, start_line: 2, end_line: 3 }] } },
+    { name: 'run_commands', args: { commands: ['seq 1 1500'] } },
+    { name: 'recall', args: { id: '#000c', offset: 700, limit: 10 } },
   ]
 }
 
@@ -96,10 +99,8 @@ test(
       const last = main.at(-1)!.json.messages as any[]
       const results = last.filter((m) => m.role === 'tool').map((m) => String(m.content))
       assert.equal(results.length, plan.length, results.map((r) => r.slice(0, 60)).join('\n'))
-      const [read, reread, ls, rels, search, research, util, edit, after, cat, range] = results as [
-        string,
-        ...string[],
-      ]
+      const [read, reread, ls, rels, search, research, util, edit, after, cat, range, seq, recall] =
+        results as [string, ...string[]]
       const big = project.big
       const sha = new RegExp(
         `^\\[#0001 ${big} lines 1-301 of 301 sha ([0-9a-f]{8})\\]\\n\\[\\{"query":`,
@@ -135,6 +136,20 @@ test(
         range,
         `[#000b ${project.util} lines 2-3 of 7 sha ${edited}] Unchanged since #0009, which already shows lines 1-7.`,
       )
+
+      // 1,500 lines of output inside the JSON answer: capped there, the answer still JSON; the
+      // recall of its middle, answered by the proxy, shows the output's own lines.
+      assert.match(seq!, /^\[#000c\]\n\[\{"query":"seq 1 1500","result":"/)
+      const answer = JSON.parse(seq!.slice('[#000c]\n'.length)) as { result: string }[]
+      const numbers = (from: number, to: number) =>
+        Array.from({ length: to - from + 1 }, (_, i) => from + i).join('\n')
+      assert.equal(
+        answer[0]!.result,
+        `${numbers(1, 200)}\n[1200 lines elided, full output #000c]\n${numbers(1401, 1500)}\n`,
+      )
+      assert.equal(recall, `[#000d recall #000c lines 700-709 of 1500]\n${numbers(700, 709)}`)
+      for (const exchange of rig.tap.exchanges)
+        assert.ok(!exchange.response.includes('"recall"'), 'a recall call reached the agent')
 
       const full = fullPathRequests(logLines)
       assert.deepEqual(full.full, [], `${full.requests} requests with new results`)

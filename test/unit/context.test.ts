@@ -5,8 +5,10 @@ import { loadLoop } from '../../src/config/loop.js'
 import {
   capText,
   countChars,
+  DedupeTable,
   formatId,
   parseId,
+  renderResult,
   splitLines,
   unifiedHunks,
 } from '../../src/context/index.js'
@@ -99,5 +101,47 @@ describe('unifiedHunks', () => {
   })
   test('equal texts have no hunks', () => {
     assert.equal(unifiedHunks('a\n', 'a\n'), '')
+  })
+})
+
+describe('an output inside a JSON answer (Cline 4)', () => {
+  const wrap = (output: string) => {
+    const text = JSON.stringify([{ query: 'npm test', result: output, success: true }])
+    const escaped = JSON.stringify(output)
+    const at = text.indexOf(escaped)
+    return {
+      text,
+      call: {
+        kind: 'other' as const,
+        wrapped: {
+          before: text.slice(0, at + 1),
+          output,
+          after: text.slice(at + escaped.length - 1),
+        },
+      },
+    }
+  }
+
+  test('a long one is capped inside: the answer stays JSON, recall shows the output', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 401, max: 3000 }), fc.string({ maxLength: 20 }), (n, word) => {
+        const output = Array.from({ length: n }, (_, i) => `${word}"\\${i}`).join('\n') + '\n'
+        const { text, call } = wrap(output)
+        const rendering = renderResult({ number: 12, call, text }, new DedupeTable(), rules)
+        assert.ok(rendering.text.startsWith('[#000c]\n[{"query":"npm test","result":"'))
+        const answer = JSON.parse(rendering.text.slice('[#000c]\n'.length))
+        assert.equal(answer[0].result, capText(output, '#000c', rules))
+        assert.equal(answer[0].success, true)
+        assert.equal(rendering.stored, output)
+      }),
+      { numRuns: 30 },
+    )
+  })
+
+  test('a short one is the answer as it came', () => {
+    const { text, call } = wrap('ok\n')
+    const rendering = renderResult({ number: 1, call, text }, new DedupeTable(), rules)
+    assert.equal(rendering.text, `[#0001]\n${text}`)
+    assert.equal(rendering.stored, undefined)
   })
 })
