@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { createLogger } from '../../src/log.js'
 import { createStats } from '../../src/stats/index.js'
@@ -60,6 +61,19 @@ function script(plan: Call[], main: RecordedRequest[]) {
   }
 }
 
+/** Processes still running with the project in their command line (a hub daemon, say). */
+function leftBehind(root: string): string[] {
+  return readdirSync('/proc').flatMap((pid) => {
+    if (!/^\d+$/.test(pid)) return []
+    try {
+      const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ')
+      return command.includes(root) ? [`${pid}: ${command}`] : []
+    } catch {
+      return []
+    }
+  })
+}
+
 test(
   'the real Cline CLI: JSON answers bracketed, stubbed, deduped and diffed',
   { timeout: 150_000 },
@@ -79,7 +93,8 @@ test(
       { onAnswer: stopOnFailure(stop) },
     )
     try {
-      const env = isolatedEnv(project.home)
+      // Its session runs in this process (`local`), not in a hub daemon that would outlive the run.
+      const env = isolatedEnv(project.home, { CLINE_SESSION_BACKEND_MODE: 'local' })
       // The provider: OpenAI-compatible at the proxy (written into the scratch home).
       execFileSync(
         binary,
@@ -94,6 +109,7 @@ test(
       })
       const about = describeRun(run)
       assert.equal(run.code, 0, about)
+      assert.deepEqual(leftBehind(project.root), [], 'a Cline process outlived the run')
       assert.ok(run.stdout.includes(FINAL), about)
 
       const last = main.at(-1)!.json.messages as any[]
