@@ -12,7 +12,7 @@ import {
 import { renderEdit, renderPatch } from './edit-diff.js'
 import { formatId } from './ids.js'
 import { fill } from './text.js'
-import type { ContextRules, ListingCall, ReadCall, SemanticCall } from './types.js'
+import type { ContextRules, ListingCall, ReadCall, SemanticCall, Wrapped } from './types.js'
 
 export interface RenderInput {
   /** The result's number in the session (its id, unformatted). */
@@ -72,14 +72,7 @@ export function renderResult(
       }
     case 'other': {
       const entry = call.touches?.length ? touch(id, call.touches) : undefined
-      const wrapped = call.wrapped
-      const inner = wrapped && capText(wrapped.output, id, rules)
-      if (wrapped && inner !== wrapped.output) {
-        const escaped = JSON.stringify(inner).slice(1, -1)
-        const shown = wrapped.before + escaped + wrapped.after
-        return { text: withId(id, shown, rules), entry, stored: wrapped.output }
-      }
-      return { text: withId(id, capText(text, id, rules), rules), entry }
+      return { ...capped(id, text, call.wrapped, rules), entry }
     }
   }
 }
@@ -143,17 +136,35 @@ function renderListing(
 ): Rendering {
   const key = call.name + '\u0000' + sortedKeyJson(call.args)
   const textSha256 = sha256Hex(call.output ?? text)
+  const shown = capped(id, text, call.wrapped, rules)
   const full: FullRendering = {
-    text: withId(id, capText(text, id, rules), rules),
+    text: shown.text,
     entry: { kind: 'listing', id, key, textSha256 },
   }
   const earlier = table.findListing(key, textSha256)
-  if (!earlier) return full
+  if (!earlier) return { ...full, ...(shown.stored === undefined ? {} : { stored: shown.stored }) }
   const sentence = fill(rules.texts.same_result, { target: earlier.id })
   return {
     text: fill(rules.texts.id_bracket, { id }) + ' ' + sentence,
     stub: { target: earlier.id, full },
   }
+}
+
+/**
+ * A result with its id, capped (spec §3). An output inside a JSON answer is capped inside its
+ * string, so the answer stays JSON; recall then shows the output itself (`stored`).
+ */
+function capped(
+  id: string,
+  text: string,
+  wrapped: Wrapped | undefined,
+  rules: ContextRules,
+): { text: string; stored?: string } {
+  const inner = wrapped && capText(wrapped.output, id, rules)
+  if (!wrapped || inner === wrapped.output)
+    return { text: withId(id, capText(text, id, rules), rules) }
+  const shown = wrapped.before + JSON.stringify(inner).slice(1, -1) + wrapped.after
+  return { text: withId(id, shown, rules), stored: wrapped.output }
 }
 
 /** The rules with no cap: the full answer is what is stored, the capped one what is shown. */

@@ -109,18 +109,27 @@ export interface ListingCall {
    * chunk id and wall time): two results are the same when their outputs are.
    */
   readonly output?: string
+  /** As OtherCall's: the output inside a JSON answer, capped there. */
+  readonly wrapped?: Wrapped
+}
+
+/**
+ * The tool's output inside an answer that wraps it as a JSON string (Cline 4): `before` and
+ * `after` are the answer around the string's content. A long output is capped inside, so the
+ * answer stays JSON and recall shows the output's own lines.
+ */
+export interface Wrapped {
+  readonly before: string
+  readonly output: string
+  readonly after: string
 }
 
 export interface OtherCall {
   readonly kind: 'other'
   /** Files the call changed (an edit the engine cannot diff): reads of them are no targets. */
   readonly touches?: readonly string[]
-  /**
-   * The tool's output inside an answer that wraps it as a JSON string (Cline 4): `before` and
-   * `after` are the answer around the string's content. A long output is capped inside, so the
-   * answer stays JSON and recall shows the output's own lines.
-   */
-  readonly wrapped?: { readonly before: string; readonly output: string; readonly after: string }
+  /** The output inside a JSON answer (Cline 4), capped there. */
+  readonly wrapped?: Wrapped
 }
 
 export type SemanticCall = ReadCall | EditCall | PatchCall | ListingCall | OtherCall

@@ -42,6 +42,8 @@ const FAILED =
 // `cd DIR;` failed before the read ran elsewhere (stderr is often merged into the output).
 const SHELL_FAILURE = /^(?:cat|sed|head|nl|tail): |^(?:\S*\/)?(?:ba|da|z)?sh: /
 
+const LISTINGS: ReadonlySet<string> = new Set(['list', 'glob', 'grep', 'search'])
+
 /**
  * Turns a classified call and its result into the engine's input, with the file facts of this
  * moment. Workspace mode: files are hashed, and a read's facts are used only when the lines it
@@ -57,7 +59,9 @@ export async function resultFacts(
 ): Promise<Facts> {
   // Cline 4 answers in JSON: the tool's own answer is inside, and a failure says so there.
   const json = 'json' in classified ? classified.json : undefined
-  const text = json ? jsonAnswer(fullText, json) : fullText
+  const answer = json ? jsonAnswer(fullText, json) : fullText
+  // A listing or search that failed is still one: the same failure twice is the same result.
+  const text = answer ?? (LISTINGS.has(classified.kind) ? fullText : undefined)
   if (text === undefined) return { call: { kind: 'other' } }
   // An agent's own placeholder is shown as it is, with an id: never a read, never a target.
   if (profile.agentStubs.some((stub) => stub.test(text.trimStart())))
@@ -82,6 +86,7 @@ export async function resultFacts(
       // A shell's listing or search is the same as an earlier one when its output is.
       const output =
         classified.name === 'shell' ? shellOutput(text, profile.shellEnvelopes) : undefined
+      const wrapped = json && answer !== undefined ? wrappedOutput(fullText, answer) : undefined
       return {
         call: {
           kind: 'listing',
@@ -89,6 +94,7 @@ export async function resultFacts(
           name: classified.name,
           args: classified.args,
           ...(output !== undefined && output !== text ? { output } : {}),
+          ...(wrapped ? { wrapped } : {}),
         },
       }
     }

@@ -46,11 +46,11 @@ export type Classified =
       /** A shell command ran it (Codex's `apply_patch <<'EOF'`): its answer is in a wrapper. */
       readonly shell?: boolean
     } & JsonWrapped)
-  | {
+  | ({
       readonly kind: 'list' | 'glob' | 'grep' | 'search'
       readonly name: string
       readonly args: unknown
-    }
+    } & JsonWrapped)
   | ({ readonly kind: 'other' } & JsonWrapped)
 
 const OTHER: Classified = { kind: 'other' }
@@ -133,10 +133,10 @@ function classifyWith(
         : args[rule.command?.find((arg) => args[arg] !== undefined) ?? '']
       const call = shellCall(command)
       // A read's lines, or a command's output, are inside the JSON answer (Cline 4).
-      return reading(call.kind === 'read' || call.kind === 'other' ? { ...call, ...json } : call)
+      return reading(call.kind === 'patch' ? call : { ...call, ...json })
     }
     default:
-      return reading({ kind: rule.kind, name, args })
+      return reading({ kind: rule.kind, name, args, ...json })
   }
 }
 

@@ -138,6 +138,28 @@ describe('an output inside a JSON answer (Cline 4)', () => {
     )
   })
 
+  test('a long search inside JSON: capped inside, and the same answer again "Same result as"', () => {
+    const output = Array.from({ length: 900 }, (_, i) => `src/a.ts:${i}: match "${i}"`).join('\n')
+    const { text, call } = wrap(output)
+    const listing = {
+      kind: 'listing' as const,
+      group: 'grep',
+      name: 'search_codebase',
+      args: { queries: ['match'] },
+      wrapped: call.wrapped,
+    }
+    const table = new DedupeTable()
+    const first = renderResult({ number: 5, call: listing, text }, table, rules)
+    assert.equal(
+      JSON.parse(first.text.slice('[#0005]\n'.length))[0].result,
+      capText(output, '#0005', rules),
+    )
+    assert.equal(first.stored, output)
+    table.add(first.entry!)
+    const again = renderResult({ number: 6, call: listing, text }, table, rules)
+    assert.equal(again.text, '[#0006] Same result as #0005.')
+  })
+
   test('a short one is the answer as it came', () => {
     const { text, call } = wrap('ok\n')
     const rendering = renderResult({ number: 1, call, text }, new DedupeTable(), rules)
