@@ -125,3 +125,19 @@ export function summarize(values: readonly number[]): Summary {
 
 export const round = (value: number, digits = 3): number =>
   Number.isFinite(value) ? Number(value.toFixed(digits)) : value
+
+/**
+ * One chat request of a session, timed (the in-process benches: first-request, restart, elide):
+ * the whole answer read, anything but a 200 thrown.
+ */
+export async function postSession(url: string, body: Buffer, session: string): Promise<number> {
+  const started = performance.now()
+  const response = await fetch(url + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-session-id': session },
+    body,
+  })
+  await response.text()
+  if (response.status !== 200) throw new Error(`status ${response.status}`)
+  return performance.now() - started
+}

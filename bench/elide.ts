@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util'
 import { createStore } from '../src/store/index.js'
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
 import { defaultElide, startProxy } from '../test/helpers/proxy.js'
+import { postSession } from './client.js'
 import { SIZES, sessionFor } from './workload.js'
 
 const { values } = parseArgs({
@@ -50,29 +51,17 @@ const times = Object.fromEntries(Object.keys(targets).map((n) => [n, [] as numbe
   number[]
 >
 
-async function post(url: string, body: Buffer, session: string): Promise<number> {
-  const started = performance.now()
-  const response = await fetch(url + '/v1/chat/completions', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-session-id': session },
-    body,
-  })
-  await response.text()
-  if (response.status !== 200) throw new Error(`status ${response.status}`)
-  return performance.now() - started
-}
-
 try {
   for (let s = 0; s < sessions; s++) {
     // One session per target, the same bodies; the targets take turns at each step.
     const names = Object.keys(targets) as Name[]
     const runs = names.map((name) => ({ name, session: sessionFor(size, 2000 + s, false) }))
     for (const { name, session } of runs)
-      await post(targets[name].url, session.base(), `elide-${s}-${name}`)
+      await postSession(targets[name].url, session.base(), `elide-${s}-${name}`)
     for (let step = 0; step < steps; step++) {
       const turn = [...runs.slice(step % runs.length), ...runs.slice(0, step % runs.length)]
       for (const { name, session } of turn)
-        times[name].push(await post(targets[name].url, session.next(), `elide-${s}-${name}`))
+        times[name].push(await postSession(targets[name].url, session.next(), `elide-${s}-${name}`))
     }
   }
 } finally {

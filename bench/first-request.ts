@@ -23,6 +23,7 @@ import { SpliceCache } from '../src/pipeline/splice.js'
 import { createStore } from '../src/store/index.js'
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
 import { startProxy } from '../test/helpers/proxy.js'
+import { postSession } from './client.js'
 import { SIZES, sessionFor } from './workload.js'
 
 const { values } = parseArgs({
@@ -37,18 +38,6 @@ const sessions = Number(values.sessions)
 
 const dir = mkdtempSync(join(tmpdir(), 'lembas-first-'))
 const upstream = await startFakeUpstream()
-
-async function post(url: string, body: Buffer, session: string): Promise<number> {
-  const started = performance.now()
-  const response = await fetch(url + '/v1/chat/completions', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-session-id': session },
-    body,
-  })
-  await response.text()
-  if (response.status !== 200) throw new Error(`status ${response.status}`)
-  return performance.now() - started
-}
 
 const times = {
   new: [] as number[],
@@ -65,11 +54,11 @@ try {
     const name = `first-request-${s}`
     let splice = spliceCache()
     let proxy = await startProxy({ upstreamUrl: upstream.url, store, splice })
-    times.new.push(await post(proxy.url, session.base(), name))
-    await post(proxy.url, session.next(), name)
+    times.new.push(await postSession(proxy.url, session.base(), name))
+    await postSession(proxy.url, session.next(), name)
     await proxy.close()
     proxy = await startProxy({ upstreamUrl: upstream.url, store, splice: spliceCache() })
-    times.restart.push(await post(proxy.url, session.next(), name))
+    times.restart.push(await postSession(proxy.url, session.next(), name))
     await proxy.close()
     // A graceful stop of the process that served the last request, then a new one.
     const handover = { store, name: 'bench', fingerprint: 'same', log: silentLogger }
@@ -77,8 +66,8 @@ try {
     splice = spliceCache()
     await takeOnStates(splice, handover)
     proxy = await startProxy({ upstreamUrl: upstream.url, store, splice })
-    times['handed on'].push(await post(proxy.url, session.next(), name))
-    times.fast.push(await post(proxy.url, session.next(), name))
+    times['handed on'].push(await postSession(proxy.url, session.next(), name))
+    times.fast.push(await postSession(proxy.url, session.next(), name))
     await proxy.close()
     await store.close()
   }

@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util'
 import { packageRoot } from '../src/config/loop.js'
 import { startCli, stopCli, type Running } from '../test/helpers/cli.js'
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
+import { postSession } from './client.js'
 import { SIZES, sessionFor } from './workload.js'
 
 const { values } = parseArgs({
@@ -31,16 +32,6 @@ const cli = packageRoot() + 'dist/src/cli.js'
 if (!existsSync(cli)) throw new Error('no dist/: run npm run build first')
 
 const upstream = await startFakeUpstream()
-
-async function post(proxy: Running, body: Buffer, session: string): Promise<void> {
-  const response = await fetch(proxy.url + '/v1/chat/completions', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-session-id': session },
-    body,
-  })
-  await response.text()
-  if (response.status !== 200) throw new Error(`status ${response.status}`)
-}
 
 /** The process's peak resident memory so far, in MB. */
 function peakMb(proxy: Running): number {
@@ -59,14 +50,16 @@ async function run(signal: 'SIGTERM' | 'SIGKILL', seed: number) {
     )
     const first = await start()
     for (const [s, session] of sessions.entries()) {
-      await post(first, session.base(), `r${s}`)
-      await post(first, session.next(), `r${s}`)
+      await postSession(first.url, session.base(), `r${s}`)
+      await postSession(first.url, session.next(), `r${s}`)
     }
     await stopCli(first, signal)
     const second = await start()
     const idle = peakMb(second)
     const started = performance.now()
-    await Promise.all(sessions.map((session, s) => post(second, session.next(), `r${s}`)))
+    await Promise.all(
+      sessions.map((session, s) => postSession(second.url, session.next(), `r${s}`)),
+    )
     const ms = performance.now() - started
     const peak = peakMb(second)
     await stopCli(second)
