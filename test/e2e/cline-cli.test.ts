@@ -12,14 +12,13 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { createLogger } from '../../src/log.js'
 import { createStats } from '../../src/stats/index.js'
-import { chatChunks, startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
 import { fullPathRequests } from '../helpers/proxy.js'
 import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
+import { stepByStep, type Call } from './live/model.js'
 import { liveProxy, stopOnFailure } from './live/rig.js'
 
 const FINAL = 'Cline CLI: read, listed, searched, edited and read again.'
-
-type Call = { name: string; args: Record<string, unknown> }
 
 /** The session the model plays (absolute paths, as Cline's tools ask), then the final answer. */
 function steps(big: string, util: string): Call[] {
@@ -43,24 +42,6 @@ function steps(big: string, util: string): Call[] {
 const isMain = (json: any) =>
   (json?.tools ?? []).some((t: any) => t?.function?.name === 'read_files')
 
-function script(plan: Call[], main: RecordedRequest[]) {
-  return (request: RecordedRequest, index: number) => {
-    const json = request.json
-    if (!isMain(json)) return { sse: [...chatChunks({ content: ['Side answer.'] }), '[DONE]'] }
-    main.push(request)
-    const step = json.messages.filter((m: any) => m.tool_calls?.length).length
-    const next = plan[step]
-    const chunks = next
-      ? chatChunks({
-          toolCalls: [
-            { id: `call_${index}`, name: next.name, arguments: [JSON.stringify(next.args)] },
-          ],
-        })
-      : chatChunks({ content: [FINAL] })
-    return { sse: [...chunks, '[DONE]'] }
-  }
-}
-
 /** Processes still running with the project in their command line (a hub daemon, say). */
 function leftBehind(root: string): string[] {
   return readdirSync('/proc').flatMap((pid) => {
@@ -82,7 +63,7 @@ test(
     const project = makeLiveProject('cline')
     const plan = steps(project.big, project.util)
     const main: RecordedRequest[] = []
-    const fake = await startFakeUpstream(script(plan, main))
+    const fake = await startFakeUpstream(stepByStep(plan, FINAL, isMain, main))
     const stop = new AbortController()
     const stats = createStats()
     const logLines: string[] = []

@@ -11,15 +11,14 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { createLogger } from '../../src/log.js'
 import { createStats } from '../../src/stats/index.js'
-import { chatChunks, startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
 import { fullPathRequests } from '../helpers/proxy.js'
 import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
+import { stepByStep, type Call } from './live/model.js'
 import { liveProxy, stopOnFailure } from './live/rig.js'
 
 const FINAL = 'Continue CLI: read, listed, searched, ran, recalled and edited.'
 const SEARCH = 'function compute1'
-
-type Call = { name: string; args: Record<string, unknown> }
 
 /** The session the model plays: one call a step, then the final answer. */
 const STEPS: Call[] = [
@@ -43,25 +42,6 @@ const STEPS: Call[] = [
 
 const isMain = (json: any) => (json?.tools ?? []).some((t: any) => t?.function?.name === 'Read')
 
-/** Streams the step the conversation is at (its assistant turns with calls so far). */
-function script(main: RecordedRequest[]) {
-  return (request: RecordedRequest, index: number) => {
-    const json = request.json
-    if (!isMain(json)) return { sse: [...chatChunks({ content: ['Side answer.'] }), '[DONE]'] }
-    main.push(request)
-    const step = json.messages.filter((m: any) => m.tool_calls?.length).length
-    const next = STEPS[step]
-    const chunks = next
-      ? chatChunks({
-          toolCalls: [
-            { id: `call_${index}`, name: next.name, arguments: [JSON.stringify(next.args)] },
-          ],
-        })
-      : chatChunks({ content: [FINAL] })
-    return { sse: [...chunks, '[DONE]'] }
-  }
-}
-
 test(
   'the real Continue CLI: reads bracketed and stubbed, repeats deduped, output capped and recalled, edits diffed',
   { timeout: 150_000 },
@@ -70,7 +50,7 @@ test(
     const project = makeLiveProject('continue')
     writeFileSync(join(project.root, 'empty.txt'), '')
     const main: RecordedRequest[] = []
-    const fake = await startFakeUpstream(script(main))
+    const fake = await startFakeUpstream(stepByStep(STEPS, FINAL, isMain, main))
     const stop = new AbortController()
     const stats = createStats()
     const logLines: string[] = []

@@ -232,3 +232,32 @@ export function liveModel(
   }
   return { script, main, errors }
 }
+
+/**
+ * A scripted model for a CLI on chat completions that plays `steps` in order, streamed: the step
+ * is the number of assistant messages with calls in the request (a recall exchange the proxy
+ * restores counts as one), then `final`. Requests `isMain` does not claim get a short text; the
+ * main ones are kept in `main`.
+ */
+export function stepByStep(
+  steps: readonly Call[],
+  final: string,
+  isMain: (json: any) => boolean,
+  main: RecordedRequest[],
+): FakeScript {
+  return (request, index) => {
+    const json = request.json
+    if (!isMain(json)) return { sse: [...chatChunks({ content: ['Side answer.'] }), '[DONE]'] }
+    main.push(request)
+    const step = json.messages.filter((m: any) => m.tool_calls?.length).length
+    const next = steps[step]
+    const chunks = next
+      ? chatChunks({
+          toolCalls: [
+            { id: `call_${index}`, name: next.name, arguments: [JSON.stringify(next.args)] },
+          ],
+        })
+      : chatChunks({ content: [final] })
+    return { sse: [...chunks, '[DONE]'] }
+  }
+}
