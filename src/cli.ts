@@ -163,8 +163,10 @@ async function run(config: Config, version: string): Promise<void> {
     elide: elideSettings(config, loop),
     spliceBytes: config.spliceCacheBytes,
     coldBodiesBytes: config.coldBodiesBytes,
+    coldCollectBytes: config.coldCollectBytes,
     observe: config.observe,
     memoEntries: config.memoEntries,
+    log,
   })
   const { splice, memos } = settings
   stats.watchCache('splice', () => ({ bytes: splice.bytes, entries: splice.entries }))

@@ -83,8 +83,13 @@ export const FLAGS = {
   },
   'cold-bodies-mb': {
     env: 'LEMBAS_COLD_BODIES_MB',
-    default: '16',
-    help: 'memory for bodies of requests no session here goes on from yet (new sessions, after a restart): more wait',
+    default: '1',
+    help: 'memory for bodies of requests no session here goes on from yet (new sessions, after a restart), parsed whole: more wait (one body always fits)',
+  },
+  'cold-collect-kb': {
+    env: 'LEMBAS_COLD_COLLECT_KB',
+    default: '256',
+    help: 'after answering such a request whose body was at least this large, one full garbage collection, so its garbage does not pile up (0: never)',
   },
   'memo-entries': {
     env: 'LEMBAS_MEMO_ENTRIES',
@@ -217,6 +222,10 @@ const ConfigSchema = z.object({
     .number()
     .positive()
     .transform((mb) => Math.round(mb * 1024 * 1024)),
+  coldCollectBytes: z.coerce
+    .number()
+    .min(0)
+    .transform((kb) => Math.round(kb * 1024)),
   memoEntries: z.coerce.number().int().min(0),
   statsSessions: z.coerce.number().int().positive(),
   idleCollectMs: z.coerce.number().int().min(0),
@@ -314,6 +323,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     storeCacheBytes: pick('store-cache-mb'),
     spliceCacheBytes: pick('splice-cache-mb'),
     coldBodiesBytes: pick('cold-bodies-mb'),
+    coldCollectBytes: pick('cold-collect-kb'),
     memoEntries: pick('memo-entries'),
     statsSessions: pick('stats-sessions'),
     idleCollectMs: pick('idle-collect-ms'),
@@ -345,6 +355,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       storeCacheBytes: 'store-cache-mb',
       spliceCacheBytes: 'splice-cache-mb',
       coldBodiesBytes: 'cold-bodies-mb',
+      coldCollectBytes: 'cold-collect-kb',
       memoEntries: 'memo-entries',
       statsSessions: 'stats-sessions',
       idleCollectMs: 'idle-collect-ms',

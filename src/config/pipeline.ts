@@ -1,4 +1,7 @@
 import type { ElideSettings } from '../pipeline/elide.js'
+import { COLD_COLLECT_BYTES, coldCollector } from '../http/cold-collect.js'
+import type { Collect } from '../http/idle-collect.js'
+import type { Logger } from '../log.js'
 import { ByteBudget } from '../pipeline/admission.js'
 import { recallSetup } from '../pipeline/recall.js'
 import { SpliceCache } from '../pipeline/splice.js'
@@ -10,8 +13,12 @@ import { sessionSources } from './sessions.js'
 
 /** Bytes of upstream history kept in memory for the fast path, over all sessions (default). */
 export const SPLICE_BYTES = 64 * 1024 * 1024
-/** Bodies parsed whole (new sessions, a restart) let in at once, over all requests (default). */
-export const COLD_BODIES_BYTES = 16 * 1024 * 1024
+/**
+ * Bodies parsed whole (new sessions, a restart) let in at once, over all requests (default): one
+ * body of a megabyte or more at a time. On one core they take turns anyway; each one in at once
+ * holds its parse and garbage meanwhile.
+ */
+export const COLD_BODIES_BYTES = 1024 * 1024
 
 /** The elision settings, from the flags and loop.json; undefined (nothing elided) without --elide. */
 export function elideSettings(
@@ -50,6 +57,11 @@ export function pipelineSettings(
     observe?: boolean
     /** `--memo-entries`: entries in each small memo of the process. */
     memoEntries?: number
+    /** `--cold-collect-kb`, in bytes (0: never). */
+    coldCollectBytes?: number
+    /** The collection run after a large cold request (tests count them); V8's by default. */
+    collect?: Collect
+    log?: Logger
   },
 ) {
   return {
@@ -64,6 +76,11 @@ export function pipelineSettings(
     continueWithinMs: loop.proxy.sessions.continue_within_ms,
     splice: new SpliceCache(options.spliceBytes ?? SPLICE_BYTES),
     coldBodies: new ByteBudget(options.coldBodiesBytes ?? COLD_BODIES_BYTES),
+    coldCollector: coldCollector(
+      options.coldCollectBytes ?? COLD_COLLECT_BYTES,
+      options.log,
+      options.collect,
+    ),
     memos: new Memos(options.memoEntries ?? MEMO_ENTRIES),
     maxDepth: 512,
   }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import { Hono, type Context } from 'hono'
 import { DOORS } from '../doors/index.js'
@@ -65,7 +66,8 @@ export function createApp(deps: AppDeps): Hono {
   // The three front doors: one pipeline, each wire format an adapter.
   for (const door of DOORS) {
     app.post('/v1' + door.path, async (c) => {
-      const { parsed, prefixes } = await admitBody(door, c.req.raw.headers, deps)
+      const { parsed, prefixes, ended } = await admitBody(door, c.req.raw.headers, deps)
+      whenAnswered(c, ended)
       try {
         const rawBody = await readBody(c, deps.options.maxBodyBytes, prefixes)
         turnBegins()
@@ -107,6 +109,15 @@ export function createApp(deps: AppDeps): Hono {
     return toResponse({ kind: 'upstream', response }, true)
   })
   return app
+}
+
+/**
+ * Runs `then` once the answer has gone to the client, streamed or not, or the client left; never
+ * for a request made in-process (no node response: nothing is served).
+ */
+function whenAnswered(c: Context, then: () => void): void {
+  const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing
+  outgoing?.once('close', then)
 }
 
 function toResponse(reply: Reply, passthroughEncoding = false): Response {

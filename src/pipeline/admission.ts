@@ -1,3 +1,4 @@
+import type { ColdCollector } from '../http/cold-collect.js'
 import type { Door } from './door.js'
 import { spliceKey, type PrepareDeps } from './prepare.js'
 import type { PrefixWatch } from './splice.js'
@@ -63,7 +64,11 @@ export interface Admitted {
   readonly prefixes?: PrefixWatch | undefined
   /** Lets the next cold body in (call once the body is parsed; more calls do nothing). */
   readonly parsed: () => void
+  /** Call once the answer has gone: a large body parsed whole has its garbage collected then. */
+  readonly ended: () => void
 }
+
+const NOTHING = () => {}
 
 /**
  * Before a body is read. A request that may go on from a remembered session state gets its
@@ -77,13 +82,17 @@ export async function admitBody(
   headers: Headers,
   deps: Pick<PrepareDeps, 'splice' | 'sessionSources' | 'memos'> & {
     readonly coldBodies?: ByteBudget
+    readonly coldCollector?: ColdCollector | undefined
   },
 ): Promise<Admitted> {
   const key = spliceKey(door, headers, deps.sessionSources, deps.memos.tenants)
   const prefixes = deps.splice.watch(key)
-  const budget = deps.coldBodies
-  if (prefixes || !budget) return { prefixes, parsed: () => {} }
+  if (prefixes) return { prefixes, parsed: NOTHING, ended: NOTHING }
   const declared = Number(headers.get('content-length'))
   const bytes = Number.isFinite(declared) && declared > 0 ? declared : UNKNOWN_BYTES
-  return { parsed: bytes <= SMALL_BYTES ? () => {} : await budget.acquire(bytes) }
+  const collector = deps.coldCollector
+  const ended = collector ? () => collector.ended(bytes) : NOTHING
+  const budget = deps.coldBodies
+  if (!budget || bytes <= SMALL_BYTES) return { parsed: NOTHING, ended }
+  return { parsed: await budget.acquire(bytes), ended }
 }

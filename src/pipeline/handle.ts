@@ -11,6 +11,7 @@ import type { Readable } from 'node:stream'
 import { bodyBytes } from './body.js'
 import { watchUsage } from './observe.js'
 import { completeAnswer, send, streamAnswer, type Turn } from './loop.js'
+import type { ColdCollector } from '../http/cold-collect.js'
 import type { ByteBudget } from './admission.js'
 import type { PrefixWatch } from './splice.js'
 import { prepare, type PrepareDeps, type Prepared } from './prepare.js'
@@ -29,6 +30,8 @@ export interface PipelineDeps extends PrepareDeps {
   readonly observe?: boolean | undefined
   /** `--cold-bodies-mb`: bodies that will be parsed whole, let in a few at a time. */
   readonly coldBodies?: ByteBudget | undefined
+  /** `--cold-collect-kb`: a full collection after each large body parsed whole. */
+  readonly coldCollector?: ColdCollector | undefined
 }
 
 /** Where `--record` writes: the client's body and the upstream body, per request. */

@@ -2,7 +2,8 @@
  * `--cold-bodies-mb`: bodies of requests no remembered session goes on from (they are parsed
  * whole) are read within a byte budget, so many sessions starting together do not all hold
  * their bodies and parse trees at once; a request of a session the proxy goes on from never
- * waits for them.
+ * waits for them. `--cold-collect-kb`: once such a request of a large body is answered, one
+ * full collection.
  */
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
@@ -142,4 +143,61 @@ test('/metrics shows the cold bodies let in and the requests waiting for room', 
   assert.equal(await slow.answered, 200)
   assert.equal((await waiting).status, 200)
   assert.deepEqual(await gauges(), { bytes: 0, waiting: 0 }, 'both gone through: all given back')
+})
+
+test('one full collection after answering each large body parsed whole, none after others', async (t) => {
+  const upstream = await startFakeUpstream()
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  const ended: string[] = []
+  let current = ''
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store,
+    coldCollectBytes: 150_000,
+    collect: () => void ended.push(current),
+  })
+  t.after(async () => {
+    await proxy.close()
+    await upstream.close()
+  })
+  const send = async (name: string, request: ReturnType<typeof body>, session: string) => {
+    current = name
+    assert.equal((await postChat(proxy.url, request, { 'x-session-id': session })).status, 200)
+    // The collection runs once the answer has gone: give the response's close its turn.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  const large = body('large', 2) // about 200 KB
+  await send('large, new', large, 'large')
+  await send('small, new', body('small', 1), 'small') // about 100 KB: under the size
+  const next = {
+    ...large,
+    messages: [
+      ...large.messages,
+      { role: 'assistant', content: 'and?' },
+      { role: 'user', content: 'go' },
+    ],
+  }
+  await send('large, known', next, 'large')
+  await send('large, another new', body('other', 2), 'other')
+  assert.deepEqual(ended, ['large, new', 'large, another new'])
+})
+
+test('--cold-collect-kb 0: no collection after a large new session', async (t) => {
+  const upstream = await startFakeUpstream()
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  let collections = 0
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store,
+    coldCollectBytes: 0,
+    collect: () => void collections++,
+  })
+  t.after(async () => {
+    await proxy.close()
+    await upstream.close()
+  })
+  const reply = await postChat(proxy.url, body('large', 3), { 'x-session-id': 'large' })
+  assert.equal(reply.status, 200)
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  assert.equal(collections, 0)
 })

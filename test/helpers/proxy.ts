@@ -53,6 +53,9 @@ export async function startProxy(options: {
   observe?: boolean
   /** `--cold-bodies-mb`, in bytes. */
   coldBodiesBytes?: number
+  /** `--cold-collect-kb`, in bytes, and the collection it runs (V8's unless given). */
+  coldCollectBytes?: number
+  collect?: () => void
 }): Promise<TestProxy> {
   const upstream = createUpstream({
     baseUrl: options.upstreamUrl,
@@ -64,6 +67,8 @@ export async function startProxy(options: {
       elide: options.elide,
       observe: options.observe ?? false,
       coldBodiesBytes: options.coldBodiesBytes,
+      coldCollectBytes: options.coldCollectBytes,
+      ...(options.collect ? { collect: options.collect } : {}),
     }),
     ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
     ...(options.splice ? { splice: options.splice } : {}),
