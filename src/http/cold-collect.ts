@@ -1,6 +1,6 @@
 import { getHeapStatistics } from 'node:v8'
 import type { Logger } from '../log.js'
-import { majorCollection, type Collect } from './idle-collect.js'
+import { majorCollection, mb, type Collect } from './idle-collect.js'
 
 /** Bodies from this size on (256 KB) are collected after (`--cold-collect-kb`, default). */
 export const COLD_COLLECT_BYTES = 256 * 1024
@@ -48,10 +48,6 @@ export class ColdCollector {
       bodyKb: Math.round(bytes / 1024),
     })
   }
-}
-
-function mb(bytes: number): number {
-  return Math.round(bytes / 1048576)
 }
 
 /** The collector the flags ask for (`collect`: V8's own unless a test gives one); none with 0. */

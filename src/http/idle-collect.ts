@@ -118,6 +118,7 @@ function bodyBytes(request: IncomingMessage): number {
   return request.headers['transfer-encoding'] ? UNKNOWN_BYTES : 0
 }
 
-function mb(bytes: number): number {
+/** Bytes as whole megabytes, for log lines. */
+export function mb(bytes: number): number {
   return Math.round(bytes / 1048576)
 }
