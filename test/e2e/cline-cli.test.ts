@@ -10,13 +10,9 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { test } from 'node:test'
-import { createLogger } from '../../src/log.js'
-import { createStats } from '../../src/stats/index.js'
-import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { fullPathRequests } from '../helpers/proxy.js'
 import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
-import { stepByStep, type Call } from './live/model.js'
-import { liveProxy, stopOnFailure } from './live/rig.js'
+import type { Call } from './live/model.js'
+import { scriptedRun } from './live/rig.js'
 
 const FINAL = 'Cline CLI: read, listed, searched, edited and read again.'
 
@@ -62,17 +58,8 @@ test(
     const binary = agentBinary('cline')
     const project = makeLiveProject('cline')
     const plan = steps(project.big, project.util)
-    const main: RecordedRequest[] = []
-    const fake = await startFakeUpstream(stepByStep(plan, FINAL, isMain, main))
-    const stop = new AbortController()
-    const stats = createStats()
-    const logLines: string[] = []
-    const rig = await liveProxy(
-      project,
-      fake,
-      { stats, log: createLogger('info', (line) => void logLines.push(line)) },
-      { onAnswer: stopOnFailure(stop) },
-    )
+    const live = await scriptedRun(project, plan, FINAL, isMain)
+    const { rig, stop } = live
     try {
       // Its session runs in this process (`local`), not in a hub daemon that would outlive the run.
       const env = isolatedEnv(project.home, { CLINE_SESSION_BACKEND_MODE: 'local' })
@@ -93,8 +80,7 @@ test(
       assert.deepEqual(leftBehind(project.root), [], 'a Cline process outlived the run')
       assert.ok(run.stdout.includes(FINAL), about)
 
-      const last = main.at(-1)!.json.messages as any[]
-      const results = last.filter((m) => m.role === 'tool').map((m) => String(m.content))
+      const results = live.lastResults()
       assert.equal(results.length, plan.length, results.map((r) => r.slice(0, 60)).join('\n'))
       const [read, reread, ls, rels, search, research, util, edit, after, cat, range, seq, recall] =
         results as [string, ...string[]]
@@ -145,16 +131,7 @@ test(
         `${numbers(1, 200)}\n[1200 lines elided, full output #000c]\n${numbers(1401, 1500)}\n`,
       )
       assert.equal(recall, `[#000d recall #000c lines 700-709 of 1500]\n${numbers(700, 709)}`)
-      for (const exchange of rig.tap.exchanges)
-        assert.ok(!exchange.response.includes('"recall"'), 'a recall call reached the agent')
-
-      const full = fullPathRequests(logLines)
-      assert.deepEqual(full.full, [], `${full.requests} requests with new results`)
-      assert.equal(
-        stats.snapshot().totals.unrecognised,
-        0,
-        'every Cline answer as its profile expects',
-      )
+      live.assertClean('Cline')
     } finally {
       await rig.close()
     }

@@ -9,13 +9,9 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { createLogger } from '../../src/log.js'
-import { createStats } from '../../src/stats/index.js'
-import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { fullPathRequests } from '../helpers/proxy.js'
 import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
-import { stepByStep, type Call } from './live/model.js'
-import { liveProxy, stopOnFailure } from './live/rig.js'
+import type { Call } from './live/model.js'
+import { scriptedRun } from './live/rig.js'
 
 const FINAL = 'Continue CLI: read, listed, searched, ran, recalled and edited.'
 const SEARCH = 'function compute1'
@@ -49,17 +45,8 @@ test(
     const binary = agentBinary('continue')
     const project = makeLiveProject('continue')
     writeFileSync(join(project.root, 'empty.txt'), '')
-    const main: RecordedRequest[] = []
-    const fake = await startFakeUpstream(stepByStep(STEPS, FINAL, isMain, main))
-    const stop = new AbortController()
-    const stats = createStats()
-    const logLines: string[] = []
-    const rig = await liveProxy(
-      project,
-      fake,
-      { stats, log: createLogger('info', (line) => void logLines.push(line)) },
-      { onAnswer: stopOnFailure(stop) },
-    )
+    const live = await scriptedRun(project, STEPS, FINAL, isMain)
+    const { rig, stop } = live
     try {
       const config = join(project.home, 'config.yaml')
       writeFileSync(
@@ -88,8 +75,7 @@ test(
       assert.equal(run.code, 0, about)
       assert.ok(run.stdout.includes(FINAL), about)
 
-      const last = main.at(-1)!.json.messages as any[]
-      const results = last.filter((m) => m.role === 'tool').map((m) => String(m.content))
+      const results = live.lastResults()
       assert.equal(results.length, STEPS.length, results.map((r) => r.slice(0, 60)).join('\n'))
       const [read, reread, list, relist, search, research, seq, recall, util, edit, after, empty] =
         results as [string, ...string[]]
@@ -136,15 +122,7 @@ test(
       assert.equal(empty, '[#000c empty.txt empty sha e3b0c442]\nContent of empty.txt:\n')
 
       // The agent never sees recall; every request after the first goes on from the one before.
-      for (const exchange of rig.tap.exchanges)
-        assert.ok(!exchange.response.includes('"recall"'), 'a recall call reached the agent')
-      const full = fullPathRequests(logLines)
-      assert.deepEqual(full.full, [], `${full.requests} requests with new results`)
-      assert.equal(
-        stats.snapshot().totals.unrecognised,
-        0,
-        'every Continue result as its profile expects',
-      )
+      live.assertClean('Continue')
     } finally {
       await rig.close()
     }
