@@ -65,7 +65,7 @@ export interface Admitted {
   /** Lets the next cold body in (call once the body is parsed; more calls do nothing). */
   readonly parsed: () => void
   /** Call once the answer has gone: a large body parsed whole has its garbage collected then. */
-  readonly ended: () => void
+  readonly ended?: (() => void) | undefined
 }
 
 const NOTHING = () => {}
@@ -87,11 +87,11 @@ export async function admitBody(
 ): Promise<Admitted> {
   const key = spliceKey(door, headers, deps.sessionSources, deps.memos.tenants)
   const prefixes = deps.splice.watch(key)
-  if (prefixes) return { prefixes, parsed: NOTHING, ended: NOTHING }
+  if (prefixes) return { prefixes, parsed: NOTHING }
   const declared = Number(headers.get('content-length'))
   const bytes = Number.isFinite(declared) && declared > 0 ? declared : UNKNOWN_BYTES
   const collector = deps.coldCollector
-  const ended = collector ? () => collector.ended(bytes) : NOTHING
+  const ended = collector && bytes >= collector.minBytes ? () => collector.ended(bytes) : undefined
   const budget = deps.coldBodies
   if (!budget || bytes <= SMALL_BYTES) return { parsed: NOTHING, ended }
   return { parsed: await budget.acquire(bytes), ended }

@@ -63,12 +63,14 @@ export async function resultFacts(
   // A listing or search that failed is still one: the same failure twice is the same result.
   const text = answer ?? (LISTINGS.has(classified.kind) ? fullText : undefined)
   if (text === undefined) return { call: { kind: 'other' } }
+  // Where the tool's own answer stands in the JSON: found only for the kinds capped there.
+  const wrap = () => (json && answer !== undefined ? wrappedOutput(fullText, answer) : undefined)
   // An agent's own placeholder is shown as it is, with an id: never a read, never a target.
   if (profile.agentStubs.some((stub) => stub.test(text.trimStart())))
     return { call: { kind: 'other' } }
   switch (classified.kind) {
     case 'other': {
-      const wrapped = json ? wrappedOutput(fullText, text) : undefined
+      const wrapped = wrap()
       return { call: { kind: 'other', ...(wrapped ? { wrapped } : {}) } }
     }
     case 'read':
@@ -86,7 +88,7 @@ export async function resultFacts(
       // A shell's listing or search is the same as an earlier one when its output is.
       const output =
         classified.name === 'shell' ? shellOutput(text, profile.shellEnvelopes) : undefined
-      const wrapped = json && answer !== undefined ? wrappedOutput(fullText, answer) : undefined
+      const wrapped = wrap()
       return {
         call: {
           kind: 'listing',
