@@ -1,5 +1,6 @@
 /**
- * Helpers shared by the store backends: the reserved field names, input checks and error shapes.
+ * Helpers shared by the store backends: the reserved field names, input checks, error shapes and
+ * the redacted form of a store URL.
  */
 import { LembasError } from '../errors.js'
 
@@ -72,4 +73,18 @@ export function checkIdleTtl(idleTtlMs: number): void {
 
 export function closedError(kind: string): LembasError {
   return new LembasError('store_unavailable', `${kind} store is closed`)
+}
+
+/** The URL with its password replaced by `***`, for messages and logs; also for malformed URLs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password) {
+      u.password = '***'
+      return u.toString()
+    }
+  } catch {
+    // not a URL: the pattern below still finds `:password@`
+  }
+  return url.replace(/:[^@/]*@/, ':***@')
 }

@@ -1,15 +1,15 @@
 /**
  * Opening a store from its configuration string. Every store comes wrapped in the value cache.
+ * Each backend's module (and its client library) is loaded only when it is the one configured:
+ * ioredis alone is about 10 MB of a SQLite proxy's resident memory, better-sqlite3 a few.
  */
 import { homedir } from 'node:os'
 import { isAbsolute, join, resolve } from 'node:path'
 import { LembasError } from '../errors.js'
 import { chunkedStore } from './chunked.js'
 import { cachedStore } from './cached.js'
-import { checkIdleTtl } from './common.js'
+import { checkIdleTtl, redactUrl } from './common.js'
 import { memoryStore } from './memory.js'
-import { openRedisStore, redactUrl } from './redis.js'
-import { openSqliteStore } from './sqlite.js'
 import type { Store } from './store.js'
 
 export type { Store } from './store.js'
@@ -36,8 +36,10 @@ export async function createStore(spec: string, options: StoreOptions): Promise<
     store = memoryStore({ idleTtlMs })
   } else if (spec.startsWith('sqlite:') && spec.length > 'sqlite:'.length) {
     const path = spec.slice('sqlite:'.length)
+    const { openSqliteStore } = await import('./sqlite.js')
     store = openSqliteStore(path === ':memory:' ? path : resolve(path), { idleTtlMs })
   } else if (/^rediss?:\/\/./i.test(spec)) {
+    const { openRedisStore } = await import('./redis.js')
     store = await openRedisStore(spec, { idleTtlMs })
   } else {
     throw new LembasError(

@@ -17,6 +17,7 @@ import {
   COUNTER_FIELD,
   kvField,
   latestField,
+  redactUrl,
 } from './common.js'
 import type { Store } from './store.js'
 
@@ -82,20 +83,6 @@ export interface RedisStoreOptions {
   /** A command without a reply after this long fails (it may still have run: writes are idempotent). */
   commandTimeoutMs?: number
   connectTimeoutMs?: number
-}
-
-/** The URL with its password replaced by `***`, for messages and logs; also for malformed URLs. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    if (u.password) {
-      u.password = '***'
-      return u.toString()
-    }
-  } catch {
-    // not a URL: the pattern below still finds `:password@`
-  }
-  return url.replace(/:[^@/]*@/, ':***@')
 }
 
 /** Connects, and resolves only once Redis answers; rejects with store_unavailable otherwise. */

@@ -4,12 +4,8 @@ import { after, before, describe, test } from 'node:test'
 import { Redis } from 'ioredis'
 import { LembasError } from '../../src/errors.js'
 import { createStore } from '../../src/store/index.js'
-import {
-  openRedisStore,
-  redactUrl,
-  scopeKey,
-  type RedisStoreOptions,
-} from '../../src/store/redis.js'
+import { redactUrl } from '../../src/store/common.js'
+import { openRedisStore, scopeKey, type RedisStoreOptions } from '../../src/store/redis.js'
 import type { Store } from '../../src/store/store.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { rejectsWith, storeContract } from './contract.js'
