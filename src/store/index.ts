@@ -17,7 +17,7 @@ export type { Store } from './store.js'
 export interface StoreOptions {
   /** A scope nobody read or wrote for this long is deleted. */
   idleTtlMs: number
-  /** Bytes of values kept in this process; default 16 MiB, 0 disables the cache. */
+  /** Bytes of values kept in this process; default 4 MiB, 0 disables the cache. */
   cacheBytes?: number
   /** Which written values the cache keeps (see cachedStore); default: short ones. */
   keepWritten?: (key: string, value: string) => boolean
