@@ -21,7 +21,6 @@ import { workerStats } from './cluster/worker-stats.js'
 import { createStats } from './stats/index.js'
 import { keepStats } from './stats/persist.js'
 import { timedStore } from './stats/store.js'
-import { keepWritten } from './session/records.js'
 import { createStore, defaultSqlitePath } from './store/index.js'
 import { createUpstream, routedUpstream } from './upstream/index.js'
 import { createWorkspace } from './workspace/index.js'
@@ -53,7 +52,6 @@ function openStore(config: Config) {
   return createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
     idleTtlMs: config.idleTtlMs,
     cacheBytes: config.storeCacheBytes,
-    keepWritten,
   })
 }
 

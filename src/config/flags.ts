@@ -74,7 +74,7 @@ export const FLAGS = {
   'store-cache-mb': {
     env: 'LEMBAS_STORE_CACHE_MB',
     default: '4',
-    help: 'memory for stored values read once and reused, short values and file contents written (least recently used dropped first)',
+    help: 'memory for stored values read once and reused, and short values written (least recently used dropped first)',
   },
   'splice-cache-mb': {
     env: 'LEMBAS_SPLICE_CACHE_MB',

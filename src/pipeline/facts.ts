@@ -198,7 +198,7 @@ async function changeFacts(
   const success = profile.success
     .map((rule) => ({ rule, match: rule.pattern.exec(text) }))
     .find((s) => s.match)
-  const paths = classified.kind === 'patch' ? classified.files.map(patchPath) : [classified.path]
+  const paths = changedPaths(classified)
   const snapshots = await Promise.all(paths.map((path) => workspace?.read(path)))
   const absPaths = paths.map((path, i) => snapshots[i]?.absPath ?? blindAbsPath(path))
   // A failed edit changed nothing: its error text stays, with its id.
@@ -339,6 +339,13 @@ function statedContent(raw: string | undefined): string | undefined {
   if (shown.garbled || (shown.start !== undefined && shown.start !== 1)) return undefined
   if (shown.start === undefined) return raw.endsWith('\n') ? raw : raw + '\n'
   return shown.lines.join('\n') + '\n'
+}
+
+/** The paths an edit, write or patch names, as the call gives them. */
+export function changedPaths(
+  classified: Extract<Classified, { kind: 'edit' | 'write' | 'patch' }>,
+): string[] {
+  return classified.kind === 'patch' ? classified.files.map(patchPath) : [classified.path]
 }
 
 function patchPath(file: PatchFile): string {

@@ -19,7 +19,7 @@ import {
   type ToolCall,
   type ToolDefinition,
 } from '../wire/chat.js'
-import { resultFacts, type Facts, type FileViews } from './facts.js'
+import { blindAbsPath, changedPaths, resultFacts, type Facts, type FileViews } from './facts.js'
 import type { HistoryDeps, HistoryState, HistoryStats } from './rebuild.js'
 import type { Elision } from '../session/elision.js'
 
@@ -53,6 +53,8 @@ export interface FreshInput {
   readonly known: ReadonlyMap<string, ToolRecord>
   readonly callIds: ReadonlyMap<string, CallIdRecord>
   readonly elision: Elision
+  /** File contents read in the request's one batched read, by SHA-256 (see editBases). */
+  readonly bases?: ReadonlyMap<string, string | undefined> | undefined
   /**
    * Writes the session's head (its last tool message) for a later compaction: started with the
    * renderings' write, so that a store committing a turn's writes together takes both at once.
@@ -177,18 +179,16 @@ class InOrder {
   ) {
     this.#table = input.start?.table.clone() ?? new DedupeTable()
     this.#views = new Map(input.start?.views ?? [])
-    this.#calls = new Map([...(input.start?.calls ?? []), ...toolCallsById(input.messages)])
-    this.#definitions = new Map(
-      input.definitions.flatMap((tool) =>
-        tool.function?.name ? [[tool.function.name, tool]] : [],
-      ),
-    )
+    this.#calls = requestCalls(input)
+    this.#definitions = definitionsByName(input.definitions)
     const views = this.#views
+    const bases = input.bases
     this.#fileViews = {
       async content(absPath) {
         const view = views.get(absPath)
         if (!view) return undefined
         if (view.content !== undefined) return view.content
+        if (bases?.has(view.sha256)) return bases.get(view.sha256)
         const [stored] = await deps.store.get(scope, [keys.file(view.sha256)])
         return stored
       },
@@ -231,6 +231,43 @@ class InOrder {
       : { text: renderRewritten(number, text, deps.rules), read: rewrite?.read }
     return { rendering, facts }
   }
+}
+
+/**
+ * The SHA-256s of the file contents the request's edits, writes and patches may diff against:
+ * the views, from before this request, of the files they name. They are read with the request's
+ * records in its one batched read, so an edit needs no read of its own (and no cache to hold
+ * every file shown). By the path as the call gives it: a workspace's real path is only known
+ * once the file is read, and then the file itself is the base; a view missed here is read when
+ * the edit needs it.
+ */
+export function editBases(
+  input: Pick<FreshInput, 'messages' | 'definitions' | 'start'>,
+  tools: readonly Fresh[],
+  profile: HistoryDeps['profile'],
+): string[] {
+  const views = input.start?.views
+  if (!views || views.size === 0) return []
+  const calls = requestCalls(input)
+  const definitions = definitionsByName(input.definitions)
+  const shas = new Set<string>()
+  for (const tool of tools) {
+    const call = calls.get(tool.message.tool_call_id ?? '')
+    if (!call) continue
+    const classified = classifyCall(
+      profile,
+      call.function.name,
+      call.function.arguments,
+      definitions,
+    )
+    if (classified.kind !== 'edit' && classified.kind !== 'write' && classified.kind !== 'patch')
+      continue
+    for (const path of changedPaths(classified)) {
+      const view = views.get(blindAbsPath(path))
+      if (view) shas.add(view.sha256)
+    }
+  }
+  return [...shas]
 }
 
 /** A new result as rendered: its id, what it was shown as, its size before and after. */
@@ -388,6 +425,17 @@ export function addShown(
   const entry = record.stub ? record.stub.entry : record.entry
   if (entry) table.add(legacyLineHashes(entry))
   return { content: record.stub ? record.stub.content : record.content, stub: false }
+}
+
+/** The calls a request's results answer: those before it (the fast path's start) and its own. */
+function requestCalls(input: Pick<FreshInput, 'messages' | 'start'>): Map<string, ToolCall> {
+  return new Map([...(input.start?.calls ?? []), ...toolCallsById(input.messages)])
+}
+
+function definitionsByName(definitions: readonly ToolDefinition[]): Map<string, ToolDefinition> {
+  return new Map(
+    definitions.flatMap((tool) => (tool.function?.name ? [[tool.function.name, tool]] : [])),
+  )
 }
 
 function toolCallsById(messages: readonly ChatMessage[]): Map<string, ToolCall> {

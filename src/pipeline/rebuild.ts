@@ -19,6 +19,7 @@ import type { CacheBreak } from './breaks.js'
 import { pacer } from '../pace/index.js'
 import {
   addShown,
+  editBases,
   renderFresh,
   type CallIdRecord,
   type Fresh,
@@ -170,7 +171,9 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
     const key = input.keys.keys[index]
     if (key !== undefined) tools.push({ index, message, key })
   })
-  let records = await readRecords(session.scope, tools, input.extraKeys, deps.store)
+  const bases = editBases(input, tools, deps.profile)
+  const extraKeys = [...input.extraKeys, ...bases.map(keys.file)]
+  let records = await readRecords(session.scope, tools, extraKeys, deps.store)
   const fresh = tools.filter((slot) => !records.tools.has(slot.key))
   if (
     fresh.length > 0 &&
@@ -181,8 +184,9 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
     ))
   ) {
     // Another replica created this session first: its records are the ones to use.
-    records = await readRecords(session.scope, tools, input.extraKeys, deps.store)
+    records = await readRecords(session.scope, tools, extraKeys, deps.store)
   }
+  const baseValues = records.extra.splice(input.extraKeys.length)
   const stillFresh = tools.filter((slot) => !records.tools.has(slot.key))
   const savings: Savings = { dedupes: 0, caps: 0, charsSaved: 0 }
   if (stillFresh.length > 0) {
@@ -193,6 +197,7 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
         fresh: stillFresh,
         known: records.tools,
         callIds: records.callIds,
+        bases: new Map(bases.map((sha, i) => [sha, baseValues[i]])),
         // A summary's table is built from the head before this request: then it waits.
         writeHead:
           input.continuity.summaries.length === 0

@@ -1,5 +1,4 @@
 import type { Entry, TableRead } from '../context/index.js'
-import { shortWritten } from '../store/cached.js'
 import type { MessageContent } from '../wire/chat.js'
 
 /** Store keys inside a session scope, and inside a tenant's scope. */
@@ -22,15 +21,6 @@ export const keys = {
   ownerOfSummary: (summaryKey: string) => 'o:c:' + summaryKey,
   /** A tenant's implicit sessions with one system prompt (a latest value). */
   sessionsOf: (systemKey: string) => 'sessions:' + systemKey,
-}
-
-/**
- * The written values a process's store cache keeps: short ones, and file contents, which the
- * next edit of the file reads back as its diff's base (a long result is read again only by a
- * recall or the full path, which read it then).
- */
-export function keepWritten(key: string, value: string): boolean {
-  return shortWritten(key, value) || key.startsWith(keys.file(''))
 }
 
 /** A tool message as first rendered: written once, sent the same way in every later request. */

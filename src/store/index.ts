@@ -19,8 +19,6 @@ export interface StoreOptions {
   idleTtlMs: number
   /** Bytes of values kept in this process; default 4 MiB, 0 disables the cache. */
   cacheBytes?: number
-  /** Which written values the cache keeps (see cachedStore); default: short ones. */
-  keepWritten?: (key: string, value: string) => boolean
 }
 
 const ACCEPTED =
@@ -53,7 +51,6 @@ export async function createStore(spec: string, options: StoreOptions): Promise<
     cachedStore(store, {
       maxBytes: options.cacheBytes,
       maxAgeMs: idleTtlMs / 2,
-      keepWritten: options.keepWritten,
     }),
   )
 }

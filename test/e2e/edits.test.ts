@@ -3,12 +3,13 @@ import { createHash } from 'node:crypto'
 import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { createStore } from '../../src/store/index.js'
+import { createLogger } from '../../src/log.js'
+import { createStore, type Store } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { TestAgent } from '../helpers/agent.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel, toolTexts } from '../helpers/model.js'
-import { startProxy } from '../helpers/proxy.js'
+import { requestLines, startProxy } from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
@@ -121,3 +122,62 @@ for (const mode of ['workspace', 'blind'] as const) {
     })
   })
 }
+
+/** The store, noting for each read how many upstream requests had been made before it. */
+function watched(store: Store, upstream: FakeUpstream): { store: Store; readsAt: number[] } {
+  const readsAt: number[] = []
+  const wrapped: Store = Object.create(store) as Store
+  wrapped.get = (scope, keys) => {
+    if (keys.length > 0) readsAt.push(upstream.requests.length)
+    return store.get(scope, keys)
+  }
+  return { store: wrapped, readsAt }
+}
+
+test('an edit on the fast path diffs against a file shown before it with one store read', async () => {
+  const project = makeProject()
+  const app = join(project, 'app.ts')
+  const upstream = await startFakeUpstream(
+    scriptedModel([
+      { calls: [{ name: 'Read', args: { file_path: app } }] },
+      {
+        calls: [
+          {
+            name: 'Edit',
+            args: { file_path: app, old_string: 'line20 = 20', new_string: 'line20 = 2000' },
+          },
+        ],
+      },
+      { content: 'done' },
+    ]),
+  )
+  // No cache: every read reaches the backend, as on a process whose cache has moved on.
+  const { store, readsAt } = watched(
+    await createStore('memory:', { idleTtlMs: DAY, cacheBytes: 0 }),
+    upstream,
+  )
+  const lines: string[] = []
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store,
+    log: createLogger('info', (line) => lines.push(line)),
+  })
+  try {
+    const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project })
+    assert.equal(await agent.ask('edit'), 'done')
+    const texts = toolTexts(chatRequests(upstream.requests).at(-1))
+    assert.match(
+      texts[1]!,
+      /^\[#0002 \S+app\.ts sha [0-9a-f]{8}\]\n@@ -17,7 \+17,7 @@\n/,
+      'the edit is a diff',
+    )
+    assert.equal(requestLines(lines)[2]?.spliced, 1, 'the edit went on from the read')
+    // The third request (after two upstream requests) carries the edit's result.
+    assert.equal(readsAt.filter((made) => made === 2).length, 1, `reads: ${readsAt}`)
+  } finally {
+    await proxy.close()
+    await upstream.close()
+    await store.close()
+    rmSync(project, { recursive: true, force: true })
+  }
+})

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { keepWritten, keys } from '../../src/session/records.js'
 import { cachedStore } from '../../src/store/cached.js'
 import { memoryStore } from '../../src/store/memory.js'
 import type { Store } from '../../src/store/store.js'
@@ -114,21 +113,6 @@ describe('cachedStore', () => {
     assert.deepEqual(calls, [['get', 's', ['long']]], 'only the long one is read')
     assert.deepEqual(await cached.get('s', ['long']), [long])
     assert.equal(calls.length, 1, 'once read, it is kept')
-  })
-
-  test('the proxy keeps written file contents, which the next edit reads back as its base', async () => {
-    const { store, calls } = counting()
-    const cached = cachedStore(store, { keepWritten })
-    const file = 'x'.repeat(5000)
-    await cached.putIfAbsent('s', [
-      [keys.file('abc'), file],
-      [keys.result(1), file],
-    ])
-    calls.length = 0
-    assert.deepEqual(await cached.get('s', [keys.file('abc')]), [file])
-    assert.equal(calls.length, 0, 'the file content came from memory')
-    await cached.get('s', [keys.result(1)])
-    assert.equal(calls.length, 1, 'a long result did not')
   })
 
   test('claimIds caches numbers; new keys keep their order', async () => {
