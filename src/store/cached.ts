@@ -21,8 +21,9 @@ export interface CacheOptions {
 }
 
 /**
- * 4 MiB: a busy proxy's cache is full, and at 16 MiB it held about 17 MB more of its resident
- * memory, while the fast path reads the store once a request, batched, with or without it.
+ * 4 MiB: a request reads the store once, batched, with or without the cache (an edit's base
+ * included), so more spares only bytes read; and a busy proxy's cache is full, every MiB of it
+ * resident (16 MiB, when file contents filled it, was 17 MB more of the 64-session peak).
  */
 export const DEFAULT_CACHE_BYTES = 4 * 1024 * 1024
 
