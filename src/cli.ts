@@ -10,6 +10,7 @@ import { elideSettings, pipelineSettings } from './config/pipeline.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { guardConnections } from './http/guard.js'
+import { setHeapGrowth } from './http/heap-growth.js'
 import { collectWhenIdle } from './http/idle-collect.js'
 import { createLogger, type Logger } from './log.js'
 import type { Loop } from './config/loop-schema.js'
@@ -129,6 +130,7 @@ function startLines(config: Config, host: string, port: number): string {
 async function run(config: Config, version: string): Promise<void> {
   const log = createLogger(config.logLevel)
   if (config.workers > 1 && cluster.isPrimary) return runWorkers(config, log)
+  setHeapGrowth(config.heapGrowthPercent)
   const loop = loadLoop()
   const workspace = config.workspace.length > 0 ? await openWorkspace(config.workspace) : undefined
   const store = await openStore(config)
