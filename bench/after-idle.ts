@@ -3,15 +3,16 @@
  * (`--heap-growth-percent`), side by side in one run:
  *
  *   npm run build && node --import tsx bench/after-idle.ts [--size 1mb] [--sessions 8]
- *     [--requests 120] [--pause-ms 12000] [--runs 2]
+ *     [--requests 120] [--pause-ms 12000] [--runs 2] [--store sqlite|memory]
  *
- * Two processes from `dist/` under `node --trace-gc`, each on its own SQLite file, in front of
- * the bench's fake upstream (a process of its own that never parses a body), get the same
- * sessions: each session's first request and five more, a pause (V8's memory reducer shrinks an
- * idle heap after about 8 s; a model thinking is such a pause), then the measured requests, each
- * body to one process and then the other, in an order that alternates. Shown per process: the
- * whole request's p50 and mean as the client sees it, and the full collections V8 ran (its own;
- * the proxy's `gc()` calls are left out) per 100 requests.
+ * Two processes from `dist/` under `node --trace-gc`, each on its own SQLite file (or a memory
+ * store: another Node's better-sqlite3 need not be built), in front of the bench's fake upstream
+ * (a process of its own that never parses a body), get the same sessions: each session's first
+ * request and five more, a pause (V8's memory reducer shrinks an idle heap after about 8 s; a
+ * model thinking is such a pause), then the measured requests, each body to one process and then
+ * the other, in an order that alternates. Shown per process: the whole request's p50 and mean as
+ * the client sees it, and the full collections V8 ran (its own; the proxy's `gc()` calls are left
+ * out) per 100 requests.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -31,12 +32,14 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '120' },
     'pause-ms': { type: 'string', default: '12000' },
     runs: { type: 'string', default: '2' },
+    store: { type: 'string', default: 'sqlite' },
   },
 })
 const size = SIZES[values.size]
 if (!size) throw new Error(`--size: one of ${Object.keys(SIZES).join(', ')}`)
 const cli = packageRoot() + 'dist/src/cli.js'
 if (!existsSync(cli)) throw new Error('no dist/: run npm run build first')
+if (!['sqlite', 'memory'].includes(values.store)) throw new Error('--store: sqlite or memory')
 const sessionCount = Number(values.sessions)
 const requests = Number(values.requests)
 
@@ -72,7 +75,7 @@ async function run(seed: number): Promise<string[]> {
         '--upstream',
         upstream.url + '/v1',
         '--store',
-        `sqlite:${dir}/${i}.db`,
+        values.store === 'memory' ? 'memory:' : `sqlite:${dir}/${i}.db`,
       ]
       args.push('--heap-growth-percent', percent)
       const proxy = await startCli(['--trace-gc', cli, ...args], {}, {}, process.execPath)
