@@ -14,16 +14,16 @@
  * the client sees it, and the full collections V8 ran (its own; the proxy's `gc()` calls are left
  * out) per 100 requests.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { packageRoot } from '../src/config/loop.js'
 import { startCli, stopCli, type Running } from '../test/helpers/cli.js'
-import { spawnChild, stopAll } from './children.js'
+import { builtCli, fullCollections, spawnChild, stopAll } from './children.js'
 import { postSession, summarize } from './client.js'
-import { SIZES, sessionFor } from './workload.js'
+import { sessionFor, sizeNamed } from './workload.js'
 
 const { values } = parseArgs({
   options: {
@@ -35,10 +35,8 @@ const { values } = parseArgs({
     store: { type: 'string', default: 'sqlite' },
   },
 })
-const size = SIZES[values.size]
-if (!size) throw new Error(`--size: one of ${Object.keys(SIZES).join(', ')}`)
-const cli = packageRoot() + 'dist/src/cli.js'
-if (!existsSync(cli)) throw new Error('no dist/: run npm run build first')
+const size = sizeNamed(values.size)
+const cli = builtCli()
 if (!['sqlite', 'memory'].includes(values.store)) throw new Error('--store: sqlite or memory')
 const sessionCount = Number(values.sessions)
 const requests = Number(values.requests)
@@ -60,7 +58,6 @@ const upstream = await spawnChild({
 interface Side {
   readonly proxy: Running
   readonly times: number[]
-  collections: number
   trace: string
 }
 
@@ -76,15 +73,16 @@ async function run(seed: number): Promise<string[]> {
         upstream.url + '/v1',
         '--store',
         values.store === 'memory' ? 'memory:' : `sqlite:${dir}/${i}.db`,
+        '--heap-growth-percent',
+        percent,
       ]
-      args.push('--heap-growth-percent', percent)
       const proxy = await startCli(['--trace-gc', cli, ...args], {}, {}, process.execPath)
-      const side: Side = { proxy, times: [], collections: 0, trace: '' }
+      const side: Side = { proxy, times: [], trace: '' }
       proxy.child.stdout!.on('data', (chunk) => (side.trace += chunk))
       sides.push(side)
     }
     const sessions = Array.from({ length: sessionCount }, (_, s) =>
-      sessionFor(size!, seed + s, false),
+      sessionFor(size, seed + s, false),
     )
     for (const [s, session] of sessions.entries()) {
       const bodies = [session.base(), ...Array.from({ length: 5 }, () => session.next())]
@@ -100,9 +98,7 @@ async function run(seed: number): Promise<string[]> {
         side.times.push(await postSession(side.proxy.url, body, `i${k % sessionCount}`))
     }
     return sides.map((side, i) => {
-      const full = side.trace
-        .split('\n')
-        .filter((line) => line.includes('Mark-Compact') && !line.includes('testing')).length
+      const full = fullCollections(side.trace)
       const { p50 } = summarize(side.times)
       const mean = side.times.reduce((a, b) => a + b, 0) / side.times.length
       return (

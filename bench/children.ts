@@ -4,8 +4,9 @@
  * Ctrl-C, on an error, and (through a detached reaper) even when the benchmark itself is killed.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
+import { packageRoot } from '../src/config/loop.js'
 
 export interface Child {
   name: string
@@ -309,4 +310,21 @@ export function cpuMsOf(pid: number): number | undefined {
     }
   }
   return (ticks * 1000) / clockTicks
+}
+
+/** The command line as `npm start` runs it (`dist/`); an error when it was not built. */
+export function builtCli(): string {
+  const cli = packageRoot() + 'dist/src/cli.js'
+  if (!existsSync(cli)) throw new Error('no dist/: run npm run build first')
+  return cli
+}
+
+/**
+ * The full collections V8 started itself in a `node --trace-gc` log: not the proxy's own `gc()`
+ * calls (the idle and cold collections), which V8 calls "testing".
+ */
+export function fullCollections(trace: string): number {
+  return trace
+    .split('\n')
+    .filter((line) => line.includes('Mark-Compact') && !line.includes('testing')).length
 }

@@ -19,7 +19,7 @@ import { createStore } from '../src/store/index.js'
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
 import { defaultElide, startProxy } from '../test/helpers/proxy.js'
 import { postSession } from './client.js'
-import { SIZES, sessionFor } from './workload.js'
+import { sessionFor, sizeNamed } from './workload.js'
 
 const { values } = parseArgs({
   options: {
@@ -28,8 +28,7 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '12' },
   },
 })
-const size = SIZES[values.size]
-if (!size) throw new Error(`--size: one of ${Object.keys(SIZES).join(', ')}`)
+const size = sizeNamed(values.size)
 const sessions = Number(values.sessions)
 const steps = Number(values.steps)
 

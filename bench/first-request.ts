@@ -24,7 +24,7 @@ import { createStore } from '../src/store/index.js'
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
 import { startProxy } from '../test/helpers/proxy.js'
 import { postSession } from './client.js'
-import { SIZES, sessionFor } from './workload.js'
+import { sessionFor, sizeNamed } from './workload.js'
 
 const { values } = parseArgs({
   options: {
@@ -32,8 +32,7 @@ const { values } = parseArgs({
     size: { type: 'string', default: '1mb' },
   },
 })
-const size = SIZES[values.size]
-if (!size) throw new Error(`--size: one of ${Object.keys(SIZES).join(', ')}`)
+const size = sizeNamed(values.size)
 const sessions = Number(values.sessions)
 
 const dir = mkdtempSync(join(tmpdir(), 'lembas-first-'))

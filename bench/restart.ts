@@ -9,15 +9,15 @@
  * file), which is then stopped (SIGTERM) or killed (SIGKILL); a second process on the same file
  * gets every session's third request together. Its peak RSS is the kernel's (`VmHWM`).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { packageRoot } from '../src/config/loop.js'
 import { startCli, stopCli, type Running } from '../test/helpers/cli.js'
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
+import { builtCli } from './children.js'
 import { postSession } from './client.js'
-import { SIZES, sessionFor } from './workload.js'
+import { sessionFor, sizeNamed } from './workload.js'
 
 const { values } = parseArgs({
   options: {
@@ -26,10 +26,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '2' },
   },
 })
-const size = SIZES[values.size]
-if (!size) throw new Error(`--size: one of ${Object.keys(SIZES).join(', ')}`)
-const cli = packageRoot() + 'dist/src/cli.js'
-if (!existsSync(cli)) throw new Error('no dist/: run npm run build first')
+const size = sizeNamed(values.size)
+const cli = builtCli()
 
 const upstream = await startFakeUpstream()
 
@@ -46,7 +44,7 @@ async function run(signal: 'SIGTERM' | 'SIGKILL', seed: number) {
   const start = () => startCli([cli, ...args, '--idle-collect-ms', '0'], {}, {}, process.execPath)
   try {
     const sessions = Array.from({ length: Number(values.sessions) }, (_, s) =>
-      sessionFor(size!, seed + s, false),
+      sessionFor(size, seed + s, false),
     )
     const first = await start()
     for (const [s, session] of sessions.entries()) {

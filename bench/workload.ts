@@ -485,6 +485,13 @@ export const SIZES: Record<string, SizeClass> = {
   },
 }
 
+/** The size class a bench's `--size` names; an error that lists them for any other. */
+export function sizeNamed(name: string): SizeClass {
+  const size = SIZES[name]
+  if (!size) throw new Error(`--size: one of ${Object.keys(SIZES).join(', ')}`)
+  return size
+}
+
 /** A session of a size class, its base sized so the measured steps straddle the target size. */
 export function sessionFor(
   size: SizeClass,

@@ -10,8 +10,9 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fullCollections } from '../../bench/children.js'
 import { postSession } from '../../bench/client.js'
-import { SIZES, sessionFor } from '../../bench/workload.js'
+import { sessionFor, sizeNamed } from '../../bench/workload.js'
 import { packageRoot } from '../../src/config/loop.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { startCli, stopCli, type Running } from '../helpers/cli.js'
@@ -22,12 +23,6 @@ const WARM_STEPS = 5
 const MEASURED = 64
 /** Longer than V8's memory reducer waits (8 s) before it shrinks an idle heap. */
 const PAUSE_MS = 12_000
-
-/** Full collections V8 started itself (not the proxy's own `gc()`, which V8 calls "testing"). */
-function fullCollections(trace: string): number {
-  return trace.split('\n').filter((line) => /Mark-Compact/.test(line) && !/testing/.test(line))
-    .length
-}
 
 describe('--heap-growth-percent', () => {
   let upstream: FakeUpstream
@@ -42,7 +37,7 @@ describe('--heap-growth-percent', () => {
 
   test('after a pause, 1 MB requests back to back do not run a full collection every few requests', async (t) => {
     const sessions = Array.from({ length: SESSIONS }, (_, s) =>
-      sessionFor(SIZES['1mb']!, 500 + s, false),
+      sessionFor(sizeNamed('1mb'), 500 + s, false),
     )
     const warm = sessions.map((session) => [
       session.base(),
