@@ -34,6 +34,9 @@ const { values } = parseArgs({
 })
 const size = sizeNamed(values.size)
 const sessions = Number(values.sessions)
+// The first two sessions only warm the code up (see the median below): a third is measured.
+if (!Number.isInteger(sessions) || sessions < 3)
+  throw new Error(`--sessions: a whole number of at least 3, got ${values.sessions}`)
 
 const dir = mkdtempSync(join(tmpdir(), 'lembas-first-'))
 const upstream = await startFakeUpstream()

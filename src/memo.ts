@@ -14,6 +14,10 @@ export class Memo<V> {
     return this.#lru.get(key)
   }
 
+  delete(key: string): void {
+    this.#lru.delete(key)
+  }
+
   set(key: string, value: V): void {
     if (this.maxEntries <= 0) return
     // Weighed as its key and a value's few words: for /metrics, not for the bound.
@@ -46,12 +50,15 @@ export class Memos {
   readonly heads: Memo<string>
   /** Known tools whose results were unlike their profile, warned about once each. */
   readonly warned: Memo<true>
+  /** A session's next id, as this process last claimed: new results are rendered with it first. */
+  readonly nextIds: Memo<number>
 
   constructor(maxEntries: number) {
     this.tenants = new Memo(maxEntries)
     this.listed = new Memo(maxEntries)
     this.heads = new Memo(maxEntries)
     this.warned = new Memo(maxEntries)
+    this.nextIds = new Memo(maxEntries)
   }
 
   /** Each memo, by the name /metrics gives it. */
@@ -61,6 +68,7 @@ export class Memos {
       ['listed_sessions', this.listed],
       ['session_heads', this.heads],
       ['warned_tools', this.warned],
+      ['next_ids', this.nextIds],
     ]
   }
 }

@@ -10,6 +10,7 @@ import {
 } from '../context/index.js'
 import { pacer } from '../pace/index.js'
 import type { SessionRef } from '../session/find.js'
+import { sameIds } from '../store/store.js'
 import { keys, parseRecord, type ToolRecord } from '../session/records.js'
 import { classifyCall, splitTrailer } from '../tools/index.js'
 import {
@@ -72,6 +73,12 @@ export type Savings = Pick<
  * Gives new tool messages their ids and renderings, in message order: the dedupe table and the
  * file views are what this request carries before each result. Written in one atomic batch
  * with the full results they stand for; first writer wins.
+ *
+ * The ids come from the session's counter. When this process knows the counter's next number
+ * (it claimed the session's last ids), it renders with the numbers that follow and claims them
+ * in the same batch as the write: one store round trip (one commit) instead of two. A guess that
+ * was wrong (another process or a recall took numbers meanwhile) writes nothing: the results are
+ * rendered again with the numbers the claim gave, and written.
  */
 export async function renderFresh(
   input: FreshInput,
@@ -79,17 +86,76 @@ export async function renderFresh(
   savings: Savings,
 ): Promise<Map<string, ToolRecord>> {
   const scope = input.session.ensure()
-  const { fresh, start } = input
   const rewrites = await rewrittenResults(input, deps, scope)
-  const claimed = await deps.store.claimIds(
-    scope,
-    fresh.filter((slot) => !rewrites.has(slot.key)).map((slot) => keys.tool(slot.key)),
-  )
+  const claims = input.fresh
+    .filter((slot) => !rewrites.has(slot.key))
+    .map((slot) => keys.tool(slot.key))
+  // The session's head goes with the first write, so a store committing a turn's writes
+  // together takes both at once.
+  let head: Promise<void> | undefined
+  const withHead = <T>(write: Promise<T>): Promise<T> => {
+    head ??= input.writeHead?.(scope) ?? Promise.resolve()
+    return Promise.all([write, head]).then(([out]) => out)
+  }
+  const guess = deps.memos.nextIds.get(scope)
+  let rendered: Rendered | undefined
+  let ids: number[]
+  if (guess !== undefined && claims.length > 0) {
+    const expected = claims.map((_, i) => guess + i)
+    rendered = await renderAll(input, deps, scope, rewrites, expected)
+    const claimed = await withHead(
+      deps.store.claimThenPut(scope, claims, expected, rendered.entries),
+    )
+    ids = claimed.ids
+    learnIds(deps, scope, ids, sameIds(ids, expected))
+    if (claimed.winners) return finish(rendered, claimed.winners, savings)
+    if (!sameIds(ids, expected)) rendered = undefined
+  } else {
+    ids = await deps.store.claimIds(scope, claims)
+    learnIds(deps, scope, ids, true)
+  }
+  rendered ??= await renderAll(input, deps, scope, rewrites, ids)
+  const winners = await withHead(deps.store.putIfAbsent(scope, rendered.entries))
+  return finish(rendered, winners, savings)
+}
+
+/**
+ * What the process knows of a session's counter after a claim: the number after the highest it
+ * was given. After a wrong guess it is forgotten, so the next request claims first: a session
+ * whose requests alternate between processes guesses wrong at most every other request.
+ */
+function learnIds(deps: HistoryDeps, scope: string, ids: readonly number[], right: boolean): void {
+  if (!right) {
+    deps.memos.nextIds.delete(scope)
+    return
+  }
+  let next = deps.memos.nextIds.get(scope) ?? 0
+  for (const id of ids) if (id >= next) next = id + 1
+  if (next > 0) deps.memos.nextIds.set(scope, next)
+}
+
+/** New results rendered with their ids: the records by key, what to write, what they saved. */
+interface Rendered {
+  readonly records: Map<string, ToolRecord>
+  /** The records first (their winners are read back), then the results and file contents. */
+  readonly entries: (readonly [string, string])[]
+  readonly savings: Savings
+}
+
+async function renderAll(
+  input: FreshInput,
+  deps: HistoryDeps,
+  scope: string,
+  rewrites: ReadonlyMap<string, { n: number; read: TableRead | undefined }>,
+  claimed: readonly number[],
+): Promise<Rendered> {
+  const { fresh, start } = input
   let nextClaimed = 0
   const numbers = fresh.map((slot) => rewrites.get(slot.key)?.n ?? claimed[nextClaimed++]!)
   const freshAt = new Map(fresh.map((slot, i) => [slot.index, i]))
   const order = new InOrder(input, deps, scope)
-  const rendered = new Map<string, ToolRecord>()
+  const savings: Savings = { dedupes: 0, caps: 0, charsSaved: 0 }
+  const records = new Map<string, ToolRecord>()
   const writes: (readonly [string, string])[] = []
   let previousKey = start?.lastToolKey
   const pace = pacer()
@@ -124,7 +190,7 @@ export async function renderFresh(
     const record = toolRecord(tool.message, number, rendering, facts, prev)
     for (const view of facts?.views ?? [])
       writes.push([keys.file(view.sha256), wellFormed(view.content)])
-    rendered.set(tool.key, record)
+    records.set(tool.key, record)
     // A rewrite is not a new result: the full text of its id stays what it was.
     if (!rewrite) {
       writes.push([keys.result(number), wellFormed(rendering.stored ?? body)])
@@ -138,26 +204,35 @@ export async function renderFresh(
     }
     order.shown(record)
   }
-
   // One atomic batch: the renderings with the full results and file contents they stand for,
-  // so no rendering is ever stored without what its recall shows. First writer wins: a
-  // concurrent twin of this request reads ours back.
+  // so no rendering is ever stored without what its recall shows.
   const entries: (readonly [string, string])[] = []
-  for (const [key, record] of rendered) {
+  for (const [key, record] of records) {
     await pace()
     entries.push([keys.tool(key), JSON.stringify(record)])
   }
-  const [winners] = await Promise.all([
-    deps.store.putIfAbsent(scope, [...entries, ...writes]),
-    input.writeHead?.(scope),
-  ])
+  // Not push(...writes): a request of 65,000 results would overflow the stack.
+  return { records, entries: entries.concat(writes), savings }
+}
+
+/**
+ * The records as the store holds them, and what they saved. First writer wins: a concurrent
+ * twin of this request reads ours back, and we theirs.
+ */
+async function finish(
+  rendered: Rendered,
+  winners: readonly string[],
+  savings: Savings,
+): Promise<Map<string, ToolRecord>> {
+  Object.assign(savings, rendered.savings)
   const out = new Map<string, ToolRecord>()
+  const pace = pacer()
   let i = 0
-  for (const [key, record] of rendered) {
+  for (const [key, record] of rendered.records) {
     await pace()
     const won = winners[i]!
     // Ours won (the common case): the record as built; a concurrent twin's as it was written.
-    out.set(key, won === entries[i]![1] ? record : (JSON.parse(won) as ToolRecord))
+    out.set(key, won === rendered.entries[i]![1] ? record : (JSON.parse(won) as ToolRecord))
     i++
   }
   return out

@@ -23,6 +23,7 @@ export function timedStore(store: Store, stats: StatsSink): Store {
     get: timed('get', store.get.bind(store)),
     putIfAbsent: timed('putIfAbsent', store.putIfAbsent.bind(store)),
     claimIds: timed('claimIds', store.claimIds.bind(store)),
+    claimThenPut: timed('claimThenPut', store.claimThenPut.bind(store)),
     setLatest: timed('setLatest', store.setLatest.bind(store)),
     getLatest: timed('getLatest', store.getLatest.bind(store)),
   }

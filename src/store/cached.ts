@@ -140,23 +140,27 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
     },
     async claimIds(scope, keys) {
       open()
-      const out: (number | undefined)[] = keys.map(
-        (k) => lru.get(claimKey(scope, k)) as number | undefined,
-      )
-      // New keys keep their relative order, so they get the numbers the full call would give.
-      const todo = keys.filter((_, i) => out[i] === undefined)
-      if (todo.length > 0) {
-        const ids = await inner.claimIds(scope, todo)
-        let j = 0
-        out.forEach((n, i) => {
-          if (n !== undefined) return
-          const key = keys[i]!
-          const id = ids[j++]!
-          out[i] = id
-          lru.set(claimKey(scope, key), id, cost(scope, key))
-        })
-      }
-      return out as number[]
+      return claimIds(scope, keys)
+    },
+    async claimThenPut(scope, keys, expected, entries) {
+      open()
+      // A key claimed before (a retry) is known here: its number may not be the next one.
+      if (keys.some((k) => lru.get(claimKey(scope, k)) !== undefined))
+        return { ids: await claimIds(scope, keys) }
+      const known = entries.map(([k]) => lru.get(valueKey(scope, k)) as string | undefined)
+      const todo = entries.filter((_, i) => known[i] === undefined)
+      const { ids, winners } = await inner.claimThenPut(scope, keys, expected, todo)
+      keys.forEach((key, i) => lru.set(claimKey(scope, key), ids[i]!, cost(scope, key)))
+      if (!winners) return { ids }
+      let j = 0
+      const out = known.map((v, i) => {
+        if (v !== undefined) return v
+        const key = entries[i]![0]
+        const w = winners[j++]!
+        if (w.length <= WRITTEN_CACHE_CHARS) lru.set(valueKey(scope, key), w, cost(scope, key, w))
+        return w
+      })
+      return { ids, winners: out }
     },
     async setLatest(scope, key, value) {
       open()
@@ -174,5 +178,25 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
       closed = true
       await inner.close()
     },
+  }
+
+  async function claimIds(scope: string, keys: readonly string[]): Promise<number[]> {
+    const out: (number | undefined)[] = keys.map(
+      (k) => lru.get(claimKey(scope, k)) as number | undefined,
+    )
+    // New keys keep their relative order, so they get the numbers the full call would give.
+    const todo = keys.filter((_, i) => out[i] === undefined)
+    if (todo.length > 0) {
+      const ids = await inner.claimIds(scope, todo)
+      let j = 0
+      out.forEach((n, i) => {
+        if (n !== undefined) return
+        const key = keys[i]!
+        const id = ids[j++]!
+        out[i] = id
+        lru.set(claimKey(scope, key), id, cost(scope, key))
+      })
+    }
+    return out as number[]
   }
 }

@@ -41,15 +41,23 @@ export function chunkedStore(store: Store): Store {
       }
       return out
     },
-    async claimIds(scope, keys) {
-      if (keys.length <= STORE_CHUNK) return store.claimIds(scope, keys)
-      const pace = pacer()
-      const out: number[] = []
-      for (let i = 0; i < keys.length; i += STORE_CHUNK) {
-        await pace()
-        for (const id of await store.claimIds(scope, keys.slice(i, i + STORE_CHUNK))) out.push(id)
-      }
-      return out
+    async claimThenPut(scope, keys, expected, entries) {
+      if (keys.length <= STORE_CHUNK && entries.length <= STORE_CHUNK)
+        return store.claimThenPut(scope, keys, expected, entries)
+      // Too large for one batch: the claim alone; the caller puts the entries in chunks.
+      return { ids: await claimIds(scope, keys) }
     },
+    claimIds,
+  }
+
+  async function claimIds(scope: string, keys: readonly string[]): Promise<number[]> {
+    if (keys.length <= STORE_CHUNK) return store.claimIds(scope, keys)
+    const pace = pacer()
+    const out: number[] = []
+    for (let i = 0; i < keys.length; i += STORE_CHUNK) {
+      await pace()
+      for (const id of await store.claimIds(scope, keys.slice(i, i + STORE_CHUNK))) out.push(id)
+    }
+    return out
   }
 }

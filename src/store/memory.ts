@@ -3,7 +3,7 @@
  * instances can share one `MemoryState` to stand in for "two replicas on one backend".
  */
 import { checkEntries, checkIdleTtl, checkKeys, closedError } from './common.js'
-import type { Store } from './store.js'
+import { sameIds, type Store } from './store.js'
 
 interface MemoryScope {
   readonly kv: Map<string, string>
@@ -67,6 +67,30 @@ export function memoryStore(options: MemoryStoreOptions): Store {
     if (closed) throw closedError('memory')
   }
 
+  function put(name: string, entries: readonly (readonly [string, string])[]): string[] {
+    if (entries.length === 0) return []
+    const s = scope(name, true)
+    return entries.map(([k, v]) => {
+      const old = s.kv.get(k)
+      if (old !== undefined) return old
+      s.kv.set(k, v)
+      return v
+    })
+  }
+
+  function claim(name: string, keys: readonly string[]): number[] {
+    if (keys.length === 0) return []
+    const s = scope(name, true)
+    return keys.map((k) => {
+      let n = s.claims.get(k)
+      if (n === undefined) {
+        n = s.next++
+        s.claims.set(k, n)
+      }
+      return n
+    })
+  }
+
   return {
     kind: 'memory',
     async get(name, keys) {
@@ -78,28 +102,20 @@ export function memoryStore(options: MemoryStoreOptions): Store {
     async putIfAbsent(name, entries) {
       open()
       checkEntries(name, entries)
-      if (entries.length === 0) return []
-      const s = scope(name, true)
-      return entries.map(([k, v]) => {
-        const old = s.kv.get(k)
-        if (old !== undefined) return old
-        s.kv.set(k, v)
-        return v
-      })
+      return put(name, entries)
     },
     async claimIds(name, keys) {
       open()
       checkKeys(name, keys)
-      if (keys.length === 0) return []
-      const s = scope(name, true)
-      return keys.map((k) => {
-        let n = s.claims.get(k)
-        if (n === undefined) {
-          n = s.next++
-          s.claims.set(k, n)
-        }
-        return n
-      })
+      return claim(name, keys)
+    },
+    async claimThenPut(name, keys, expected, entries) {
+      open()
+      checkKeys(name, keys)
+      checkEntries(name, entries)
+      const ids = claim(name, keys)
+      if (!sameIds(ids, expected)) return { ids }
+      return { ids, winners: put(name, entries) }
     },
     async setLatest(name, key, value) {
       open()

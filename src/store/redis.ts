@@ -27,38 +27,67 @@ export function scopeKey(scope: string): string {
   return `${KEY_PREFIX}{${scope}}`
 }
 
-// HSETNX then HGET per entry. Returns false (nil) where our value won, to spare sending back
-// megabytes the caller already has.
-const PUT_IF_ABSENT = `
-local out = {}
-for i = 2, #ARGV, 2 do
-  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
-    out[#out + 1] = false
-  else
-    out[#out + 1] = redis.call('HGET', KEYS[1], ARGV[i])
+// HSETNX then HGET per entry, from ARGV[first] on. False (nil) where our value won, to spare
+// sending back megabytes the caller already has.
+const PUT = `
+local function put(first)
+  local out = {}
+  for i = first, #ARGV, 2 do
+    if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+      out[#out + 1] = false
+    else
+      out[#out + 1] = redis.call('HGET', KEYS[1], ARGV[i])
+    end
   end
+  return out
 end
+`
+
+// The claim fields ARGV[first..last] get numbers; ARGV[2] is the counter field. A field already
+// claimed keeps its number.
+const CLAIM = `
+local function claim(first, last)
+  local next = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '1')
+  local ids = {}
+  for i = first, last do
+    local id = redis.call('HGET', KEYS[1], ARGV[i])
+    if id then
+      ids[#ids + 1] = tonumber(id)
+    else
+      redis.call('HSET', KEYS[1], ARGV[i], tostring(next))
+      ids[#ids + 1] = next
+      next = next + 1
+    end
+  end
+  redis.call('HSET', KEYS[1], ARGV[2], tostring(next))
+  return ids
+end
+`
+
+// ARGV: ttl, then field and value pairs.
+const PUT_IF_ABSENT = `${PUT}
+local out = put(2)
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return out
 `
 
-// ARGV: ttl, counter field, claim fields. A field already claimed keeps its number.
-const CLAIM_IDS = `
-local next = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '1')
-local out = {}
-for i = 3, #ARGV do
-  local id = redis.call('HGET', KEYS[1], ARGV[i])
-  if id then
-    out[#out + 1] = tonumber(id)
-  else
-    redis.call('HSET', KEYS[1], ARGV[i], tostring(next))
-    out[#out + 1] = next
-    next = next + 1
-  end
-end
-redis.call('HSET', KEYS[1], ARGV[2], tostring(next))
+// ARGV: ttl, counter field, claim fields.
+const CLAIM_IDS = `${CLAIM}
+local ids = claim(3, #ARGV)
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return out
+return ids
+`
+
+// ARGV: ttl, counter field, n, n claim fields, the n numbers expected, then field and value
+// pairs, written only when the claim gave the numbers expected: {ids, winners}, else {ids}.
+const CLAIM_THEN_PUT = `${CLAIM}${PUT}
+local n = tonumber(ARGV[3])
+local ids = claim(4, 3 + n)
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+for i = 1, n do
+  if ids[i] ~= tonumber(ARGV[3 + n + i]) then return {ids} end
+end
+return {ids, put(4 + 2 * n)}
 `
 
 // ARGV: ttl, field, value. Overwrites: running it twice leaves the same state as once.
@@ -75,6 +104,13 @@ interface LembasCommands {
     ...fieldsAndValues: string[]
   ): Promise<(string | null)[]>
   lembasClaimIds(key: string, ttl: number, counter: string, ...fields: string[]): Promise<number[]>
+  lembasClaimThenPut(
+    key: string,
+    ttl: number,
+    counter: string,
+    n: number,
+    ...rest: (string | number)[]
+  ): Promise<[number[], (string | null)[]] | [number[]]>
   lembasSetLatest(key: string, ttl: number, field: string, value: string): Promise<number>
 }
 
@@ -105,6 +141,7 @@ export async function openRedisStore(url: string, options: RedisStoreOptions): P
   })
   client.defineCommand('lembasPutIfAbsent', { numberOfKeys: 1, lua: PUT_IF_ABSENT })
   client.defineCommand('lembasClaimIds', { numberOfKeys: 1, lua: CLAIM_IDS })
+  client.defineCommand('lembasClaimThenPut', { numberOfKeys: 1, lua: CLAIM_THEN_PUT })
   client.defineCommand('lembasSetLatest', { numberOfKeys: 1, lua: SET_LATEST })
   const commands = client as unknown as LembasCommands
 
@@ -172,6 +209,13 @@ export async function openRedisStore(url: string, options: RedisStoreOptions): P
     })
   }
 
+  const claim = async (scope: string, keys: readonly string[]): Promise<number[]> => {
+    if (keys.length === 0) return []
+    return run('claimIds', () =>
+      commands.lembasClaimIds(scopeKey(scope), ttl, COUNTER_FIELD, ...keys.map(claimField)),
+    )
+  }
+
   return {
     kind: 'redis',
     async get(scope, keys) {
@@ -193,10 +237,27 @@ export async function openRedisStore(url: string, options: RedisStoreOptions): P
     async claimIds(scope, keys) {
       if (closed) throw closedError('redis')
       checkKeys(scope, keys)
-      if (keys.length === 0) return []
-      return run('claimIds', () =>
-        commands.lembasClaimIds(scopeKey(scope), ttl, COUNTER_FIELD, ...keys.map(claimField)),
+      return claim(scope, keys)
+    },
+    async claimThenPut(scope, keys, expected, entries) {
+      if (closed) throw closedError('redis')
+      checkKeys(scope, keys)
+      checkEntries(scope, entries)
+      // Numbers of another count can never match: a claim alone.
+      if (expected.length !== keys.length) return { ids: await claim(scope, keys) }
+      const [ids, won] = await run('claimThenPut', () =>
+        commands.lembasClaimThenPut(
+          scopeKey(scope),
+          ttl,
+          COUNTER_FIELD,
+          keys.length,
+          ...keys.map(claimField),
+          ...expected,
+          ...entries.flatMap(([k, v]) => [kvField(k), v]),
+        ),
       )
+      if (!won) return { ids }
+      return { ids, winners: entries.map(([, v], i) => won[i] ?? v) }
     },
     async setLatest(scope, key, value) {
       if (closed) throw closedError('redis')

@@ -22,7 +22,7 @@ import {
   kvField,
   latestField,
 } from './common.js'
-import type { Store } from './store.js'
+import { sameIds, type ClaimedPut, type Store } from './store.js'
 
 const SCHEMA_VERSION = 1
 
@@ -70,6 +70,7 @@ export class SqliteStore implements Store {
   readonly #readBatch
   readonly #putBatch
   readonly #claimBatch
+  readonly #claimThenPutBatch
   readonly #setLatestBatch
   readonly #sweepBatch
   readonly #group
@@ -181,6 +182,19 @@ export class SqliteStore implements Store {
       this.#setNext.run(scope, next)
       return ids
     })
+    // Nested transactions are savepoints: the claim and the writes commit together or not at all.
+    this.#claimThenPutBatch = db.transaction(
+      (
+        scope: string,
+        keys: readonly string[],
+        expected: readonly number[],
+        entries: readonly (readonly [string, string])[],
+      ): ClaimedPut => {
+        const ids = keys.length === 0 ? [] : this.#claimBatch(scope, keys)
+        if (!sameIds(ids, expected)) return { ids }
+        return { ids, winners: entries.length === 0 ? [] : this.#putBatch(scope, entries) }
+      },
+    )
     this.#setLatestBatch = db.transaction((scope: string, key: string, value: string) => {
       touch(scope)
       this.#upsertValue.run(scope, latestField(key), value)
@@ -255,6 +269,20 @@ export class SqliteStore implements Store {
     checkKeys(scope, keys)
     if (keys.length === 0) return []
     return this.#write('claimIds', () => this.#claimBatch(scope, keys))
+  }
+
+  async claimThenPut(
+    scope: string,
+    keys: readonly string[],
+    expected: readonly number[],
+    entries: readonly (readonly [key: string, value: string])[],
+  ): Promise<ClaimedPut> {
+    this.#open()
+    checkKeys(scope, keys)
+    checkEntries(scope, entries)
+    return this.#write('claimThenPut', () =>
+      this.#claimThenPutBatch(scope, keys, expected, entries),
+    )
   }
 
   async setLatest(scope: string, key: string, value: string): Promise<void> {

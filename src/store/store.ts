@@ -45,6 +45,20 @@ export interface Store {
    */
   claimIds(scope: string, keys: readonly string[]): Promise<number[]>
   /**
+   * claimIds, and then, only when it gives exactly the numbers `expected` (in order), putIfAbsent
+   * of `entries`: atomically, as one batch. A caller that knows the scope's next numbers renders
+   * with them before the claim and writes in one round trip (one commit) instead of two.
+   * `winners` (as putIfAbsent returns them) is there only when the entries were written; a store
+   * may also leave them unwritten when the ids match (createStore does for a batch larger than one
+   * chunk), and the caller then puts them itself. Idempotent.
+   */
+  claimThenPut(
+    scope: string,
+    keys: readonly string[],
+    expected: readonly number[],
+    entries: readonly (readonly [key: string, value: string])[],
+  ): Promise<ClaimedPut>
+  /**
    * Sets the latest value of `key` in the scope, replacing any earlier one (last writer wins).
    * Refreshes the scope's idle TTL like every other write. Never visible to get/putIfAbsent.
    */
@@ -56,4 +70,15 @@ export interface Store {
   /** What this process holds for the store (its read cache), where it keeps any. */
   memory?(): CacheSize
   close(): Promise<void>
+}
+
+/** What claimThenPut did: the numbers the keys have, and the entries' winners if it wrote them. */
+export interface ClaimedPut {
+  readonly ids: number[]
+  readonly winners?: string[] | undefined
+}
+
+/** Whether a claim gave the numbers a caller rendered with. */
+export function sameIds(ids: readonly number[], expected: readonly number[]): boolean {
+  return ids.length === expected.length && ids.every((id, i) => id === expected[i])
 }

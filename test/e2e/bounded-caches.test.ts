@@ -57,7 +57,14 @@ test('--memo-entries and --stats-sessions bound the small memos; /metrics shows 
     const text = await (await fetch(proxy.url + '/metrics')).text()
     const of = (cache: string) =>
       Number(new RegExp(`^lembas_cache_entries\\{cache="${cache}"\\} (\\S+)$`, 'm').exec(text)?.[1])
-    const caches = ['tenants', 'listed_sessions', 'session_heads', 'warned_tools', 'stats_sessions']
+    const caches = [
+      'tenants',
+      'listed_sessions',
+      'session_heads',
+      'warned_tools',
+      'next_ids',
+      'stats_sessions',
+    ]
     return Object.fromEntries(
       [...caches, 'splice', 'store'].map((cache) => [cache, of(cache)] as const),
     )
@@ -79,6 +86,7 @@ test('--memo-entries and --stats-sessions bound the small memos; /metrics shows 
     assert.equal(full.listed_sessions, 3, 'listed sessions within --memo-entries')
     assert.equal(full.session_heads, 3, 'heads within --memo-entries')
     assert.equal(full.warned_tools, 0, 'no drift warned')
+    assert.equal(full.next_ids, 3, 'sessions next ids within --memo-entries')
     assert.equal(full.stats_sessions, 4, 'sessions in /stats within --stats-sessions')
     assert.ok(
       full.splice! > 0 && full.store! >= 0,

@@ -6,7 +6,7 @@ import type { Store } from '../../src/store/store.js'
 import { rejectsWith } from './contract.js'
 
 type Call = [
-  op: 'get' | 'putIfAbsent' | 'claimIds' | 'setLatest' | 'getLatest',
+  op: 'get' | 'putIfAbsent' | 'claimIds' | 'claimThenPut' | 'setLatest' | 'getLatest',
   scope: string,
   keys: string[],
 ]
@@ -25,6 +25,10 @@ function counting(): { store: Store; calls: Call[] } {
     claimIds: (scope, keys) => (
       calls.push(['claimIds', scope, [...keys]]),
       inner.claimIds(scope, keys)
+    ),
+    claimThenPut: (scope, keys, expected, entries) => (
+      calls.push(['claimThenPut', scope, [...keys, ...entries.map(([k]) => k)]]),
+      inner.claimThenPut(scope, keys, expected, entries)
     ),
     setLatest: (scope, key, value) => (
       calls.push(['setLatest', scope, [key]]),
@@ -127,6 +131,38 @@ describe('cachedStore', () => {
     ])
     // Claims and values are separate in the cache as in the store.
     assert.deepEqual(await cached.get('s', ['a']), [undefined])
+  })
+
+  test('claimThenPut: one backend call, values known skipped; a known claim is a claim alone', async () => {
+    const { store, calls } = counting()
+    const cached = cachedStore(store)
+    await cached.putIfAbsent('s', [['file', 'F']])
+    calls.length = 0
+    const written = await cached.claimThenPut(
+      's',
+      ['a'],
+      [1],
+      [
+        ['ra', 'A'],
+        ['file', 'F2'],
+      ],
+    )
+    assert.deepEqual(written, { ids: [1], winners: ['A', 'F'] })
+    assert.deepEqual(calls, [['claimThenPut', 's', ['a', 'ra']]])
+    // What it wrote and claimed is cached: neither is asked again.
+    assert.deepEqual(await cached.get('s', ['ra']), ['A'])
+    assert.deepEqual(await cached.claimIds('s', ['a']), [1])
+    assert.equal(calls.length, 1)
+    // A key claimed before (a retried request) may keep an older number: claimed, not written.
+    assert.deepEqual(await cached.claimThenPut('s', ['a', 'b'], [2, 3], [['rb', 'B']]), {
+      ids: [1, 2],
+    })
+    assert.deepEqual(calls.slice(1), [['claimIds', 's', ['b']]])
+    assert.deepEqual(await store.get('s', ['rb']), [undefined])
+    // Numbers guessed wrong: the claims are cached all the same.
+    assert.deepEqual(await cached.claimThenPut('s', ['c'], [9], [['rc', 'C']]), { ids: [3] })
+    assert.deepEqual(await cached.claimIds('s', ['c']), [3])
+    assert.deepEqual(calls.at(-1), ['claimThenPut', 's', ['c', 'rc']])
   })
 
   test('the byte bound evicts the least recently used entries', async () => {

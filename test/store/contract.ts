@@ -203,6 +203,93 @@ export function storeContract(name: string, makeBackend: () => Promise<Backend>)
       )
     })
 
+    test('claimThenPut writes only when the claim gives the numbers expected', async () => {
+      const s = scope()
+      const written = await store.claimThenPut(
+        s,
+        ['a', 'b'],
+        [1, 2],
+        [
+          ['ra', 'A'],
+          ['rb', 'B'],
+        ],
+      )
+      assert.deepEqual(written, { ids: [1, 2], winners: ['A', 'B'] })
+      assert.deepEqual(await other.get(s, ['ra', 'rb']), ['A', 'B'])
+      // Run twice (a resend after a lost reply): the same ids, the same winners.
+      assert.deepEqual(
+        await other.claimThenPut(
+          s,
+          ['a', 'b'],
+          [1, 2],
+          [
+            ['ra', 'A'],
+            ['rb', 'B'],
+          ],
+        ),
+        { ids: [1, 2], winners: ['A', 'B'] },
+      )
+      // Numbers guessed wrong: the claim stands, nothing of the entries is written.
+      const missed = await store.claimThenPut(s, ['c'], [2], [['rc', 'C at 2']])
+      assert.deepEqual(missed.ids, [3])
+      assert.equal(missed.winners, undefined)
+      assert.deepEqual(await other.get(s, ['rc']), [undefined])
+      assert.deepEqual(await other.claimIds(s, ['c', 'd']), [3, 4], 'the claim and counter stand')
+      // Fewer numbers than keys never match.
+      const short = await other.claimThenPut(s, ['e', 'f'], [5], [['re', 'E']])
+      assert.deepEqual(short, { ids: [5, 6] })
+      assert.deepEqual(await store.get(s, ['re']), [undefined])
+      // No keys: a plain put, first writer wins.
+      assert.deepEqual(
+        await store.claimThenPut(
+          s,
+          [],
+          [],
+          [
+            ['ra', 'other'],
+            ['rg', 'G'],
+          ],
+        ),
+        {
+          ids: [],
+          winners: ['A', 'G'],
+        },
+      )
+      const refused = store.claimThenPut(s, ['h'], [7], [['rh', 'bad \ud800']])
+      await rejectsWith(refused, 'invalid_request')
+      assert.deepEqual(await store.claimIds(s, ['h']), [7], 'a refused batch claims nothing')
+    })
+
+    test('claimThenPut: twins guessing the same numbers, one writes', async () => {
+      const s = scope()
+      await store.claimIds(s, ['before'])
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? store : other).claimThenPut(
+            s,
+            [`k${i}`, `l${i}`],
+            [2, 3],
+            [[`r${i}`, `rendered as 2 and 3 by ${i}`]],
+          ),
+        ),
+      )
+      const winners = results.filter((r) => r.winners)
+      assert.equal(winners.length, 1, 'exactly one claim got 2 and 3')
+      assertClaims(
+        [['before'], ...results.map((_, i) => [`k${i}`, `l${i}`])],
+        [[1], ...results.map((r) => r.ids)],
+      )
+      const stored = await (
+        await open()
+      ).get(
+        s,
+        results.map((_, i) => `r${i}`),
+      )
+      results.forEach((r, i) =>
+        assert.equal(stored[i], r.winners ? `rendered as 2 and 3 by ${i}` : undefined),
+      )
+    })
+
     test('concurrent putIfAbsent from two instances: everyone reads the same winner', async () => {
       const s = scope()
       const results = await Promise.all(
