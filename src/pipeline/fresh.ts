@@ -20,6 +20,7 @@ import {
   type ToolCall,
   type ToolDefinition,
 } from '../wire/chat.js'
+import { learnIds } from './next-ids.js'
 import { blindAbsPath, changedPaths, resultFacts, type Facts, type FileViews } from './facts.js'
 import type { HistoryDeps, HistoryState, HistoryStats } from './rebuild.js'
 import type { Elision } from '../session/elision.js'
@@ -107,31 +108,16 @@ export async function renderFresh(
       deps.store.claimThenPut(scope, claims, expected, rendered.entries),
     )
     ids = claimed.ids
-    learnIds(deps, scope, ids, sameIds(ids, expected))
+    learnIds(deps.memos.nextIds, scope, ids, sameIds(ids, expected))
     if (claimed.winners) return finish(rendered, claimed.winners, savings)
     if (!sameIds(ids, expected)) rendered = undefined
   } else {
     ids = await deps.store.claimIds(scope, claims)
-    learnIds(deps, scope, ids, true)
+    learnIds(deps.memos.nextIds, scope, ids)
   }
   rendered ??= await renderAll(input, deps, scope, rewrites, ids)
   const winners = await withHead(deps.store.putIfAbsent(scope, rendered.entries))
   return finish(rendered, winners, savings)
-}
-
-/**
- * What the process knows of a session's counter after a claim: the number after the highest it
- * was given. After a wrong guess it is forgotten, so the next request claims first: a session
- * whose requests alternate between processes guesses wrong at most every other request.
- */
-function learnIds(deps: HistoryDeps, scope: string, ids: readonly number[], right: boolean): void {
-  if (!right) {
-    deps.memos.nextIds.delete(scope)
-    return
-  }
-  let next = deps.memos.nextIds.get(scope) ?? 0
-  for (const id of ids) if (id >= next) next = id + 1
-  if (next > 0) deps.memos.nextIds.set(scope, next)
 }
 
 /** New results rendered with their ids: the records by key, what to write, what they saved. */

@@ -272,6 +272,7 @@ async function run(
     recall: prepared.recall ? deps.recall : null,
     upstream: deps.upstream.forPath(door.path),
     store: deps.store,
+    nextIds: deps.memos.nextIds,
     rules: deps.rules,
     log: deps.log,
   }

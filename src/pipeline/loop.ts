@@ -1,4 +1,5 @@
 import type { Door, Json, Part, RoundEnd } from './door.js'
+import type { Memo } from '../memo.js'
 import { LembasError } from '../errors.js'
 import type { Logger } from '../log.js'
 import { recordAnswer, type AnswerPlace } from '../session/answers.js'
@@ -30,6 +31,8 @@ export interface Turn {
   readonly recall: RecallSetup | null
   readonly upstream: Upstream
   readonly store: Store
+  /** Each session's next id as this process last claimed it (recall answers claim ids too). */
+  readonly nextIds?: Memo<number> | undefined
   readonly rules: ContextRules
   readonly log: Logger
 }
@@ -96,6 +99,7 @@ export class RecallLoop {
         turn.session.ensure(),
         turn.store,
         turn.rules,
+        turn.nextIds,
       )
       const answered = turn.door.replyItems(replies)
       this.#hidden.push(...said, ...answered)

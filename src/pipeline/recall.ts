@@ -1,4 +1,6 @@
 import { formatId, parseId, renderRecall, type ContextRules } from '../context/index.js'
+import type { Memo } from '../memo.js'
+import { learnIds } from './next-ids.js'
 import type { Loop } from '../config/loop-schema.js'
 import type { Store } from '../store/store.js'
 import { isRecord, type ToolCall, type ToolDefinition } from '../wire/chat.js'
@@ -50,8 +52,11 @@ export async function answerRecalls(
   scope: string,
   store: Store,
   rules: ContextRules,
+  nextIds?: Memo<number>,
 ): Promise<RecallReply[]> {
   const numbers = await store.claimIds(scope, claims.map(keys.recallClaim))
+  // The next new result's id comes after these: it is guessed right.
+  if (nextIds) learnIds(nextIds, scope, numbers)
   const asked = calls.map((call) => recallArguments(call.function.arguments))
   const targets = asked.map((args) => (args.id === undefined ? undefined : parseId(args.id)))
   const wanted = targets.filter((n): n is number => n !== undefined)

@@ -112,7 +112,7 @@ describe('ids guessed and claimed with the write', () => {
     }
   })
 
-  test('after a recall took the next id, the next result is rendered with the one after it', async () => {
+  test('after a recall took the next id, the next result is guessed with the one after it', async () => {
     upstream.requests.length = 0
     upstream.setScript(
       scriptedModel([
@@ -132,7 +132,7 @@ describe('ids guessed and claimed with the write', () => {
         'claim 1',
         'claim and write 2',
         'claim 3', // the recall's own id
-        'guessed wrong 3: got 4',
+        'claim and write 4', // what it claimed is known: the guess holds
       ])
       const texts = toolTexts(chatRequests(upstream.requests).at(-1))
       assert.deepEqual(texts, [
