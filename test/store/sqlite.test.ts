@@ -345,3 +345,49 @@ describe('sqlite store', () => {
     await store.close()
   })
 })
+
+describe('checkpoints: when writes pause, or once the log holds enough', () => {
+  // In WAL mode a commit goes to the log; the database file grows only when a checkpoint copies
+  // the log into it. SQLite's own checkpoint would run inside the commit past 1000 pages (4 MB).
+  const value = 'v'.repeat(100 * 1024)
+  const write = async (store: ReturnType<typeof openSqliteStore>, n: number) => {
+    for (let i = 0; i < n; i++) await store.putIfAbsent('s', [[`k${i}`, value]])
+  }
+
+  test('6 MB written without a pause stay in the log; a pause copies them into the database', async () => {
+    const file = freshPath()
+    const store = openSqliteStore(file, {
+      idleTtlMs,
+      checkpointIdleMs: 300,
+      checkpointBytes: 64 * 1024 * 1024,
+    })
+    try {
+      const empty = statSync(file).size
+      await write(store, 60)
+      assert.ok(
+        statSync(file).size < empty + 1024 * 1024,
+        `nothing copied while writing: ${statSync(file).size} bytes`,
+      )
+      await new Promise((resolve) => setTimeout(resolve, 600))
+      assert.ok(statSync(file).size > 6_000_000, `copied after the pause: ${statSync(file).size}`)
+    } finally {
+      await store.close()
+    }
+  })
+
+  test('past checkpointBytes the log is copied at once, pause or not', async () => {
+    const file = freshPath()
+    const store = openSqliteStore(file, {
+      idleTtlMs,
+      checkpointIdleMs: 60_000,
+      checkpointBytes: 1024 * 1024,
+    })
+    try {
+      await write(store, 30)
+      assert.ok(statSync(file).size > 2_000_000, `copied without a pause: ${statSync(file).size}`)
+      assert.deepEqual(await store.get('s', ['k0', 'k29']), [value, value])
+    } finally {
+      await store.close()
+    }
+  })
+})
