@@ -12,6 +12,20 @@ describe('createStore', () => {
     await store.close()
   })
 
+  test('claimThenPut of a batch larger than a chunk claims alone; the caller writes in chunks', async () => {
+    const store = await createStore('memory:', { idleTtlMs: 60_000 })
+    const entries = Array.from({ length: 1500 }, (_, i) => [`r${i}`, `v${i}`] as const)
+    const large = await store.claimThenPut('s', ['a', 'b'], [1, 2], entries)
+    assert.deepEqual(large, { ids: [1, 2] })
+    assert.deepEqual(await store.get('s', ['r0', 'r1499']), [undefined, undefined])
+    const won = await store.putIfAbsent('s', entries)
+    assert.deepEqual([won[0], won[1499]], ['v0', 'v1499'])
+    const small = await store.claimThenPut('s', ['c'], [3], entries.slice(0, 10))
+    assert.deepEqual(small.ids, [3])
+    assert.equal(small.winners?.length, 10)
+    await store.close()
+  })
+
   test('anything else is config_invalid, listing the accepted forms', async () => {
     for (const spec of [
       '',
