@@ -76,10 +76,10 @@ export type Savings = Pick<
  * with the full results they stand for; first writer wins.
  *
  * The ids come from the session's counter. When this process knows the counter's next number
- * (it claimed the session's last ids), it renders with the numbers that follow and claims them
- * in the same batch as the write: one store round trip (one commit) instead of two. A guess that
- * was wrong (another process or a recall took numbers meanwhile) writes nothing: the results are
- * rendered again with the numbers the claim gave, and written.
+ * (it claimed the session's last ids: results' and recall answers'), it renders with the numbers
+ * that follow and claims them in the same batch as the write: one store round trip (one commit)
+ * instead of two. A guess that was wrong (another process took numbers meanwhile) writes
+ * nothing: the results are rendered again with the numbers the claim gave, and written.
  */
 export async function renderFresh(
   input: FreshInput,
