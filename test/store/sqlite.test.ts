@@ -350,26 +350,44 @@ describe('checkpoints: when writes pause, or once the log holds enough', () => {
   // In WAL mode a commit goes to the log; the database file grows only when a checkpoint copies
   // the log into it. SQLite's own checkpoint would run inside the commit past 1000 pages (4 MB).
   const value = 'v'.repeat(100 * 1024)
-  const write = async (store: ReturnType<typeof openSqliteStore>, n: number) => {
-    for (let i = 0; i < n; i++) await store.putIfAbsent('s', [[`k${i}`, value]])
+  const write = async (store: ReturnType<typeof openSqliteStore>, n: number, from = 0) => {
+    for (let i = from; i < from + n; i++) await store.putIfAbsent('s', [[`k${i}`, value]])
   }
 
-  test('6 MB written without a pause stay in the log; a pause copies them into the database', async () => {
+  test('what is written without a pause stays in the log; a pause copies it once it is a quarter of checkpointBytes', async () => {
     const file = freshPath()
     const store = openSqliteStore(file, {
       idleTtlMs,
       checkpointIdleMs: 300,
-      checkpointBytes: 64 * 1024 * 1024,
+      checkpointBytes: 16 * 1024 * 1024,
     })
+    const pause = () => new Promise((resolve) => setTimeout(resolve, 600))
     try {
       const empty = statSync(file).size
-      await write(store, 60)
+      await write(store, 10)
+      await pause()
+      assert.ok(
+        statSync(file).size < empty + 1024 * 1024,
+        `1 MB is too little to copy: ${statSync(file).size} bytes`,
+      )
+      await write(store, 50, 10)
       assert.ok(
         statSync(file).size < empty + 1024 * 1024,
         `nothing copied while writing: ${statSync(file).size} bytes`,
       )
-      await new Promise((resolve) => setTimeout(resolve, 600))
-      assert.ok(statSync(file).size > 6_000_000, `copied after the pause: ${statSync(file).size}`)
+      await pause()
+      assert.ok(statSync(file).size > 5_000_000, `copied after the pause: ${statSync(file).size}`)
+    } finally {
+      await store.close()
+    }
+  })
+
+  test('checkpointBytes 0 leaves it to SQLite: copied inside the commits, no pause needed', async () => {
+    const file = freshPath()
+    const store = openSqliteStore(file, { idleTtlMs, checkpointIdleMs: 60_000, checkpointBytes: 0 })
+    try {
+      await write(store, 60)
+      assert.ok(statSync(file).size > 3_000_000, `SQLite's own copied: ${statSync(file).size}`)
     } finally {
       await store.close()
     }
