@@ -371,9 +371,9 @@ export class SqliteStore implements Store {
 
   /**
    * After a group commit: the log is checkpointed (its pages copied into the database, with an
-   * fsync) once writes pause for `checkpointIdleMs` — between an agent's turns, while its model
-   * thinks — or right after the commit when `checkpointBytes` were written without a pause (a
-   * busy proxy: the log stays bounded). PASSIVE: it never waits for another process's readers or writer.
+   * fsync) once writes pause for `checkpointIdleMs` with a quarter of `checkpointBytes` or more
+   * in it — between an agent's turns, while its model thinks — or right after the commit when
+   * `checkpointBytes` were written without a pause (a busy proxy: the log stays bounded). PASSIVE: it never waits for another process's readers or writer.
    */
   #committed(bytes: number): void {
     if (this.#checkpointBytes === 0) return
