@@ -10,7 +10,6 @@ import {
 } from '../context/index.js'
 import { pacer } from '../pace/index.js'
 import type { SessionRef } from '../session/find.js'
-import { sameIds } from '../store/store.js'
 import { keys, parseRecord, type ToolRecord } from '../session/records.js'
 import { classifyCall, splitTrailer } from '../tools/index.js'
 import {
@@ -20,7 +19,7 @@ import {
   type ToolCall,
   type ToolDefinition,
 } from '../wire/chat.js'
-import { learnIds } from './next-ids.js'
+import { claimAndWrite } from './next-ids.js'
 import { blindAbsPath, changedPaths, resultFacts, type Facts, type FileViews } from './facts.js'
 import type { HistoryDeps, HistoryState, HistoryStats } from './rebuild.js'
 import type { Elision } from '../session/elision.js'
@@ -91,32 +90,14 @@ export async function renderFresh(
   const claims = input.fresh
     .filter((slot) => !rewrites.has(slot.key))
     .map((slot) => keys.tool(slot.key))
-  // The session's head goes with the first write, so a store committing a turn's writes
-  // together takes both at once.
-  let head: Promise<void> | undefined
-  const withHead = <T>(write: Promise<T>): Promise<T> => {
-    head ??= input.writeHead?.(scope) ?? Promise.resolve()
-    return Promise.all([write, head]).then(([out]) => out)
-  }
-  const guess = deps.memos.nextIds.get(scope)
-  let rendered: Rendered | undefined
-  let ids: number[]
-  if (guess !== undefined && claims.length > 0) {
-    const expected = claims.map((_, i) => guess + i)
-    rendered = await renderAll(input, deps, scope, rewrites, expected)
-    const claimed = await withHead(
-      deps.store.claimThenPut(scope, claims, expected, rendered.entries),
-    )
-    ids = claimed.ids
-    learnIds(deps.memos.nextIds, scope, ids, sameIds(ids, expected))
-    if (claimed.winners) return finish(rendered, claimed.winners, savings)
-    if (!sameIds(ids, expected)) rendered = undefined
-  } else {
-    ids = await deps.store.claimIds(scope, claims)
-    learnIds(deps.memos.nextIds, scope, ids)
-  }
-  rendered ??= await renderAll(input, deps, scope, rewrites, ids)
-  const winners = await withHead(deps.store.putIfAbsent(scope, rendered.entries))
+  const { rendered, winners } = await claimAndWrite(
+    deps.store,
+    deps.memos.nextIds,
+    scope,
+    claims,
+    (ids) => renderAll(input, deps, scope, rewrites, ids),
+    input.writeHead && (() => input.writeHead!(scope)),
+  )
   return finish(rendered, winners, savings)
 }
 

@@ -32,7 +32,7 @@ export interface Turn {
   readonly upstream: Upstream
   readonly store: Store
   /** Each session's next id as this process last claimed it (recall answers claim ids too). */
-  readonly nextIds?: Memo<number> | undefined
+  readonly nextIds: Memo<number>
   readonly rules: ContextRules
   readonly log: Logger
 }

@@ -1,6 +1,6 @@
 import { formatId, parseId, renderRecall, type ContextRules } from '../context/index.js'
 import type { Memo } from '../memo.js'
-import { learnIds } from './next-ids.js'
+import { claimAndWrite } from './next-ids.js'
 import type { Loop } from '../config/loop-schema.js'
 import type { Store } from '../store/store.js'
 import { isRecord, type ToolCall, type ToolDefinition } from '../wire/chat.js'
@@ -52,31 +52,34 @@ export async function answerRecalls(
   scope: string,
   store: Store,
   rules: ContextRules,
-  nextIds?: Memo<number>,
+  nextIds: Memo<number>,
 ): Promise<RecallReply[]> {
-  const numbers = await store.claimIds(scope, claims.map(keys.recallClaim))
-  // The next new result's id comes after these: it is guessed right.
-  if (nextIds) learnIds(nextIds, scope, numbers)
   const asked = calls.map((call) => recallArguments(call.function.arguments))
   const targets = asked.map((args) => (args.id === undefined ? undefined : parseId(args.id)))
   const wanted = targets.filter((n): n is number => n !== undefined)
   const found = await store.get(scope, wanted.map(keys.result))
   const storedByNumber = new Map(wanted.map((n, i) => [n, found[i]]))
-  const texts = calls.map((_, i) =>
-    renderRecall(
-      {
-        id: formatId(numbers[i]!, rules.ids.digits),
-        target: targetLabel(asked[i]!.id, targets[i], rules),
-        stored: targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!),
-        offset: asked[i]!.offset,
-        limit: asked[i]!.limit,
-      },
-      rules,
-    ),
-  )
-  const winners = await store.putIfAbsent(
+  // Each answer is stored under its own id: claimed with the write where the next id is known.
+  const { winners } = await claimAndWrite(
+    store,
+    nextIds,
     scope,
-    numbers.map((n, i) => [keys.result(n), texts[i]!] as const),
+    claims.map(keys.recallClaim),
+    async (numbers) => ({
+      entries: calls.map((_, i) => {
+        const text = renderRecall(
+          {
+            id: formatId(numbers[i]!, rules.ids.digits),
+            target: targetLabel(asked[i]!.id, targets[i], rules),
+            stored: targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!),
+            offset: asked[i]!.offset,
+            limit: asked[i]!.limit,
+          },
+          rules,
+        )
+        return [keys.result(numbers[i]!), text] as const
+      }),
+    }),
   )
   return calls.map((call, i) => ({ callId: call.id, content: winners[i]! }))
 }

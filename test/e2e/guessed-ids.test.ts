@@ -112,7 +112,7 @@ describe('ids guessed and claimed with the write', () => {
     }
   })
 
-  test('after a recall took the next id, the next result is guessed with the one after it', async () => {
+  test('a recall answer is claimed with its write too, and the result after it', async () => {
     upstream.requests.length = 0
     upstream.setScript(
       scriptedModel([
@@ -131,7 +131,7 @@ describe('ids guessed and claimed with the write', () => {
       assert.deepEqual(noted.claims, [
         'claim 1',
         'claim and write 2',
-        'claim 3', // the recall's own id
+        'claim and write 3', // the recall's answer, under its own id
         'claim and write 4', // what it claimed is known: the guess holds
       ])
       const texts = toolTexts(chatRequests(upstream.requests).at(-1))
