@@ -80,6 +80,8 @@ class BoundedCache<V> {
 }
 
 // JS strings take up to 2 bytes per UTF-16 unit; 64 covers the entry's own overhead.
+type Entries = readonly (readonly [key: string, value: string])[]
+
 const cost = (...parts: string[]): number => 64 + 2 * parts.reduce((n, p) => n + p.length, 0)
 // The scope's length up front keeps (scope, key) pairs from running into each other.
 const valueKey = (scope: string, key: string): string => `v${scope.length}:${scope}${key}`
@@ -121,22 +123,10 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
     },
     async putIfAbsent(scope, entries) {
       open()
-      const out: (string | undefined)[] = entries.map(
-        ([k]) => lru.get(valueKey(scope, k)) as string | undefined,
-      )
-      const todo = entries.filter((_, i) => out[i] === undefined)
-      if (todo.length > 0) {
-        const won = await inner.putIfAbsent(scope, todo)
-        let j = 0
-        out.forEach((v, i) => {
-          if (v !== undefined) return
-          const key = entries[i]![0]
-          const w = won[j++]!
-          out[i] = w
-          if (w.length <= WRITTEN_CACHE_CHARS) lru.set(valueKey(scope, key), w, cost(scope, key, w))
-        })
-      }
-      return out as string[]
+      const known = knownValues(scope, entries)
+      const todo = entries.filter((_, i) => known[i] === undefined)
+      if (todo.length === 0) return known as string[]
+      return withWritten(scope, entries, known, await inner.putIfAbsent(scope, todo))
     },
     async claimIds(scope, keys) {
       open()
@@ -147,20 +137,12 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
       // A key claimed before (a retry) is known here: its number may not be the next one.
       if (keys.some((k) => lru.get(claimKey(scope, k)) !== undefined))
         return { ids: await claimIds(scope, keys) }
-      const known = entries.map(([k]) => lru.get(valueKey(scope, k)) as string | undefined)
+      const known = knownValues(scope, entries)
       const todo = entries.filter((_, i) => known[i] === undefined)
       const { ids, winners } = await inner.claimThenPut(scope, keys, expected, todo)
       keys.forEach((key, i) => lru.set(claimKey(scope, key), ids[i]!, cost(scope, key)))
       if (!winners) return { ids }
-      let j = 0
-      const out = known.map((v, i) => {
-        if (v !== undefined) return v
-        const key = entries[i]![0]
-        const w = winners[j++]!
-        if (w.length <= WRITTEN_CACHE_CHARS) lru.set(valueKey(scope, key), w, cost(scope, key, w))
-        return w
-      })
-      return { ids, winners: out }
+      return { ids, winners: withWritten(scope, entries, known, winners) }
     },
     async setLatest(scope, key, value) {
       open()
@@ -178,6 +160,31 @@ export function cachedStore(inner: Store, options: CacheOptions = {}): Store {
       closed = true
       await inner.close()
     },
+  }
+
+  /** The values of `entries` this process knows already: a write sends only the others. */
+  function knownValues(scope: string, entries: Entries): (string | undefined)[] {
+    return entries.map(([k]) => lru.get(valueKey(scope, k)) as string | undefined)
+  }
+
+  /**
+   * Every entry's winner: the known values, and for the others, in order, what the store held
+   * after the write (`won`); short ones are kept for later reads.
+   */
+  function withWritten(
+    scope: string,
+    entries: Entries,
+    known: readonly (string | undefined)[],
+    won: readonly string[],
+  ): string[] {
+    let j = 0
+    return known.map((v, i) => {
+      if (v !== undefined) return v
+      const key = entries[i]![0]
+      const w = won[j++]!
+      if (w.length <= WRITTEN_CACHE_CHARS) lru.set(valueKey(scope, key), w, cost(scope, key, w))
+      return w
+    })
   }
 
   async function claimIds(scope: string, keys: readonly string[]): Promise<number[]> {

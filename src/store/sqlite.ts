@@ -116,7 +116,7 @@ export class SqliteStore implements Store {
       // SQLite's own checkpoint runs inside the commit that fills the log past 1000 pages: an
       // fsync on the event loop (12-16 ms at 1 MB sessions, every ~100 requests), which every
       // session waits for. This store checkpoints when writes pause instead (see #committed).
-      if ((options.checkpointBytes ?? CHECKPOINT_BYTES) > 0) db.pragma('wal_autocheckpoint = 0')
+      if (this.#checkpointBytes > 0) db.pragma('wal_autocheckpoint = 0')
       db.transaction(() => {
         const version = db!.pragma('user_version', { simple: true }) as number
         if (version > SCHEMA_VERSION) {

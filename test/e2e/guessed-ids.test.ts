@@ -25,12 +25,6 @@ function noting(store: Store): { store: Store; claims: string[] } {
     claims,
     store: {
       ...store,
-      get: (scope, keys) => store.get(scope, keys),
-      putIfAbsent: (scope, entries) => store.putIfAbsent(scope, entries),
-      setLatest: (scope, key, value) => store.setLatest(scope, key, value),
-      getLatest: (scope, key) => store.getLatest(scope, key),
-      ping: () => store.ping(),
-      close: () => store.close(),
       async claimIds(scope, keys) {
         const ids = await store.claimIds(scope, keys)
         if (keys.length > 0) claims.push(`claim ${ids.join(',')}`)
