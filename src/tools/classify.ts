@@ -1,6 +1,7 @@
 import type { ToolDefinition } from '../wire/chat.js'
 import type { EditArgs, JsonResult, Profile, RangeRule, ToolRule } from './define-profile.js'
 import { parsePatch, type PatchFile } from './patch.js'
+import { namedArguments, pythonCall } from './python-call.js'
 import { shellCall } from './shell.js'
 
 /** One change of an edit: old text replaced by new, or text inserted after `at` lines (0 = top). */
@@ -89,7 +90,11 @@ function classifyWith(
   callArgs: Record<string, unknown>,
   definition: ToolDefinition | undefined,
 ): RuleReading | undefined {
-  const args = rule.item === undefined ? callArgs : onlyItem(callArgs[rule.item])
+  const args = rule.code
+    ? codeArguments(callArgs[rule.code.arg], rule.code)
+    : rule.item === undefined
+      ? callArgs
+      : onlyItem(callArgs[rule.item])
   if (!args) return undefined
   const path = firstString(args, rule.path ?? [])
   const json = rule.json ? { json: rule.json } : {}
@@ -136,8 +141,23 @@ function classifyWith(
       return reading(call.kind === 'patch' ? call : { ...call, ...json })
     }
     default:
-      return reading({ kind: rule.kind, name, args, ...json })
+      // Two skills of one code tool with like arguments are not the same listing.
+      return reading({
+        kind: rule.kind,
+        name: rule.code ? `${name}:${rule.code.call}` : name,
+        args,
+        ...json,
+      })
   }
+}
+
+/** The arguments of the one call `code` makes, when it is a call of the rule's function. */
+function codeArguments(
+  code: unknown,
+  rule: NonNullable<ToolRule['code']>,
+): Record<string, unknown> | undefined {
+  const call = typeof code === 'string' ? pythonCall(code) : undefined
+  return call?.name === rule.call ? namedArguments(call, rule.params) : undefined
 }
 
 /** The one object of a list of one (Cline 4's `files`); a longer list is not one call's file. */

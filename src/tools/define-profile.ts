@@ -72,6 +72,16 @@ export interface ToolRule {
   readonly commands?: readonly string[]
   /** The result is JSON around the tool's answer (Cline 4). */
   readonly json?: JsonResult
+  /**
+   * The argument `arg` is Python code that is one call of `call` with literal arguments
+   * (OpenHands V0's `execute_ipython_cell`: `open_file('/workspace/a.py')`): the rule reads that
+   * call's arguments, positional ones named by `params`, instead of the tool's own.
+   */
+  readonly code?: {
+    readonly arg: string
+    readonly call: string
+    readonly params: readonly string[]
+  }
 }
 
 /**
