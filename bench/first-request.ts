@@ -7,6 +7,9 @@
  * - new: a session the proxy has never seen (every result in its history is new to it);
  * - restart: the next request of a known session after the proxy restarted (the same SQLite
  *   file, nothing in memory): its whole history is parsed, and known results read back;
+ * - saved: the same after a crash, from the states the process saved to the store in the
+ *   background (src/pipeline/state-saves.ts): it goes on from the last save and parses what
+ *   came since (here two requests; `--save-states-s` bounds how old a save is);
  * - handed on: the same after a graceful stop, which handed the fast path's states on through
  *   the store (src/pipeline/resume.ts): it goes on from the session's last request;
  * - fast: the request after that, which goes on from the previous one.
@@ -20,6 +23,7 @@ import { parseArgs } from 'node:util'
 import { silentLogger } from '../src/log.js'
 import { handOnStates, takeOnStates } from '../src/pipeline/resume.js'
 import { SpliceCache } from '../src/pipeline/splice.js'
+import { StateSaves } from '../src/pipeline/state-saves.js'
 import { createStore } from '../src/store/index.js'
 import { startFakeUpstream } from '../test/helpers/fake-upstream.js'
 import { startProxy } from '../test/helpers/proxy.js'
@@ -44,6 +48,7 @@ const upstream = await startFakeUpstream()
 const times = {
   new: [] as number[],
   restart: [] as number[],
+  saved: [] as number[],
   'handed on': [] as number[],
   fast: [] as number[],
 }
@@ -55,12 +60,20 @@ try {
     const store = await createStore(`sqlite:${join(dir, 'store.db')}`, { idleTtlMs: 86_400_000 })
     const name = `first-request-${s}`
     let splice = spliceCache()
+    const saving = new StateSaves(splice, store, 'same', silentLogger)
     let proxy = await startProxy({ upstreamUrl: upstream.url, store, splice })
     times.new.push(await postSession(proxy.url, session.base(), name))
     await postSession(proxy.url, session.next(), name)
+    await saving.saveChanged()
     await proxy.close()
     proxy = await startProxy({ upstreamUrl: upstream.url, store, splice: spliceCache() })
     times.restart.push(await postSession(proxy.url, session.next(), name))
+    await proxy.close()
+    // The request after a crash of the process that saved: the next one restores the save.
+    const restoring = spliceCache()
+    const saves = new StateSaves(restoring, store, 'same', silentLogger)
+    proxy = await startProxy({ upstreamUrl: upstream.url, store, splice: restoring, saves })
+    times.saved.push(await postSession(proxy.url, session.next(), name))
     await proxy.close()
     // A graceful stop of the process that served the last request, then a new one.
     const handover = { store, name: 'bench', fingerprint: 'same', log: silentLogger }

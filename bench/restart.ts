@@ -1,7 +1,9 @@
 /**
  * Sessions coming back to a restarted proxy, all at once: the new process's peak memory and the
  * time to answer them all, after a graceful stop (which hands the fast path's states on through
- * the store) and after a kill (which hands nothing on), side by side in one run:
+ * the store), after a kill of a process that saved its states in the background
+ * (`--save-states-s 1`, killed once a save has passed) and after a kill of one that saves nothing
+ * (`--save-states-s 0`), side by side in one run:
  *
  *   npm run build && node --import tsx bench/restart.ts [--sessions 64] [--size 1mb] [--runs 2]
  *
@@ -37,21 +39,43 @@ function peakMb(proxy: Running): number {
   return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024
 }
 
-async function run(signal: 'SIGTERM' | 'SIGKILL', seed: number) {
+interface Mode {
+  readonly name: string
+  readonly signal: 'SIGTERM' | 'SIGKILL'
+  /** The first process's own flags. */
+  readonly first: readonly string[]
+  /** How long the first process runs on after the last request. */
+  readonly settleMs: number
+}
+
+const MODES: readonly Mode[] = [
+  { name: 'handed on (SIGTERM)', signal: 'SIGTERM', first: [], settleMs: 0 },
+  {
+    name: 'saved, then killed',
+    signal: 'SIGKILL',
+    first: ['--save-states-s', '1'],
+    settleMs: 2500,
+  },
+  { name: 'killed, no saves', signal: 'SIGKILL', first: ['--save-states-s', '0'], settleMs: 0 },
+]
+
+async function run(mode: Mode, seed: number) {
   const dir = mkdtempSync(join(tmpdir(), 'lembas-restart-'))
   // The bench's own idle collection would run between the load and the reading.
   const args = ['--port', '0', '--upstream', upstream.url, '--store', `sqlite:${dir}/s.db`]
-  const start = () => startCli([cli, ...args, '--idle-collect-ms', '0'], {}, {}, process.execPath)
+  const start = (more: readonly string[] = []) =>
+    startCli([cli, ...args, '--idle-collect-ms', '0', ...more], {}, {}, process.execPath)
   try {
     const sessions = Array.from({ length: Number(values.sessions) }, (_, s) =>
       sessionFor(size, seed + s, false),
     )
-    const first = await start()
+    const first = await start(mode.first)
     for (const [s, session] of sessions.entries()) {
       await postSession(first.url, session.base(), `r${s}`)
       await postSession(first.url, session.next(), `r${s}`)
     }
-    await stopCli(first, signal)
+    await new Promise((resolve) => setTimeout(resolve, mode.settleMs))
+    await stopCli(first, mode.signal)
     const second = await start()
     const idle = peakMb(second)
     const started = performance.now()
@@ -70,9 +94,9 @@ async function run(signal: 'SIGTERM' | 'SIGKILL', seed: number) {
 const rows: string[] = []
 try {
   for (let r = 0; r < Number(values.runs); r++) {
-    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-      const { idle, peak, ms } = await run(signal, 7000 + 100 * r)
-      const name = (signal === 'SIGTERM' ? 'handed on (SIGTERM)' : 'killed (SIGKILL)').padEnd(19)
+    for (const mode of MODES) {
+      const { idle, peak, ms } = await run(mode, 7000 + 100 * r)
+      const name = mode.name.padEnd(19)
       rows.push(
         `${name}  peak ${peak.toFixed(0).padStart(4)} MB (at start ${idle.toFixed(0)} MB)` +
           `  all answered in ${(ms / 1000).toFixed(1)} s`,

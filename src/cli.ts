@@ -15,6 +15,7 @@ import { collectWhenIdle } from './http/idle-collect.js'
 import { createLogger, type Logger } from './log.js'
 import type { Loop } from './config/loop-schema.js'
 import { handOnStates, resumeFingerprint, takeOnStates } from './pipeline/resume.js'
+import { StateSaves } from './pipeline/state-saves.js'
 import type { Store } from './store/store.js'
 import { createRecorder } from './record/recorder.js'
 import { runPrimary } from './cluster/primary.js'
@@ -91,9 +92,16 @@ function handingOn(
     workspace: config.workspace,
   })
   const handover = { store, name, fingerprint, log }
+  // Saved now and then too: what a crash leaves for the next process, or another replica.
+  const saves =
+    config.saveStatesMs > 0 ? new StateSaves(settings.splice, store, fingerprint, log) : undefined
   return {
+    saves,
     take: () => takeOnStates(settings.splice, handover),
-    hand: () => handOnStates(settings.splice, handover),
+    hand: async () => {
+      await saves?.stop()
+      await handOnStates(settings.splice, handover)
+    },
   }
 }
 
@@ -174,10 +182,12 @@ async function run(config: Config, version: string): Promise<void> {
   for (const [name, memo] of memos.named()) stats.watchCache(name, () => memo.size)
   const handOn = handingOn(config, version, loop, settings, store, log)
   await handOn?.take()
+  handOn?.saves?.start(config.saveStatesMs)
   const cold = settings.coldBodies
   stats.watchColdBodies(() => ({ bytes: cold.used, waiting: cold.waiting }))
   const app = createApp({
     ...settings,
+    saves: handOn?.saves,
     store: timedStore(store, stats),
     stats,
     upstream,

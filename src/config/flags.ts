@@ -81,6 +81,11 @@ export const FLAGS = {
     default: '64',
     help: 'memory for what the fast path remembers of recent sessions (a few KB to a few hundred KB each), so a next request parses only what is new',
   },
+  'save-states-s': {
+    env: 'LEMBAS_SAVE_STATES_S',
+    default: '30',
+    help: "seconds between saves of what the fast path remembers of each active session to the store, so that a process that did not serve a session's last request (after a crash, another replica, another worker) parses only what came since (0: never)",
+  },
   'cold-bodies-mb': {
     env: 'LEMBAS_COLD_BODIES_MB',
     default: '1',
@@ -223,6 +228,10 @@ const ConfigSchema = z.object({
     .number()
     .min(0)
     .transform((mb) => Math.round(mb * 1024 * 1024)),
+  saveStatesMs: z.coerce
+    .number()
+    .min(0)
+    .transform((seconds) => Math.round(seconds * 1000)),
   coldBodiesBytes: z.coerce
     .number()
     .positive()
@@ -328,6 +337,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     stats: pick('stats'),
     storeCacheBytes: pick('store-cache-mb'),
     spliceCacheBytes: pick('splice-cache-mb'),
+    saveStatesMs: pick('save-states-s'),
     coldBodiesBytes: pick('cold-bodies-mb'),
     coldCollectBytes: pick('cold-collect-kb'),
     memoEntries: pick('memo-entries'),
@@ -361,6 +371,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       headerTimeoutMs: 'header-timeout-ms',
       storeCacheBytes: 'store-cache-mb',
       spliceCacheBytes: 'splice-cache-mb',
+      saveStatesMs: 'save-states-s',
       coldBodiesBytes: 'cold-bodies-mb',
       coldCollectBytes: 'cold-collect-kb',
       memoEntries: 'memo-entries',

@@ -21,6 +21,7 @@ import {
   type SpliceState,
 } from './splice.js'
 import type { RecallSetup } from './recall.js'
+import type { StateRestore } from './state-saves.js'
 
 export interface PrepareDeps extends ShapeDeps {
   readonly sessionSources: SessionSources
@@ -30,6 +31,8 @@ export interface PrepareDeps extends ShapeDeps {
   readonly now?: (() => number) | undefined
   /** Nesting deeper than this is refused: JSON.stringify fails near 10,000 levels. */
   readonly maxDepth: number
+  /** `--save-states-s`: states another process saved, for a key this one holds none of. */
+  readonly saves?: StateRestore | undefined
 }
 
 export type Prepared =
@@ -186,7 +189,9 @@ async function spliced(
   // A compaction is decided over the whole history: the full path takes those requests.
   if (input.compactionSignal) return undefined
   const key = spliceKey(door, headers, deps.sessionSources, deps.memos.tenants)
-  const found = deps.splice.find(key, bytes, input.prefixes)
+  let found = deps.splice.find(key, bytes, input.prefixes)
+  // A session this process has not served (a crash, another replica): from its last save.
+  if (!found && (await deps.saves?.restore(key))) found = deps.splice.find(key, bytes)
   if (!found || found.state.endsWithMarker) return undefined
   const state = found.state
   const lastEnd = state.prefix.length

@@ -36,7 +36,7 @@ interface Saved {
  * Without the fields around the history (`rest`): some clients put a key there (`api_key`), and
  * keys are never written down; the next request parses those fields again, once.
  */
-interface SavedState {
+export interface SavedState {
   readonly scope: string
   readonly explicit: boolean
   readonly systemKey: string
@@ -88,7 +88,7 @@ export function resumeFingerprint(version: string, settings: unknown): string {
     .digest('base64url')
 }
 
-function saveState(state: SpliceState): SavedState {
+export function saveState(state: SpliceState): SavedState {
   const { history, kept } = state
   return {
     scope: state.scope,
@@ -124,7 +124,7 @@ function saveState(state: SpliceState): SavedState {
   }
 }
 
-function loadState(saved: SavedState): SpliceState {
+export function loadState(saved: SavedState): SpliceState {
   const { history, kept } = saved
   return {
     ...saved,

@@ -106,6 +106,8 @@ export class PrefixWatch {
 
 export class SpliceCache {
   readonly #byKey = new Lru<readonly SpliceState[]>()
+  /** Keys remembered anew since the saver last took them; undefined while nothing saves them. */
+  #changed: Set<string> | undefined
 
   constructor(private readonly maxBytes: number) {}
 
@@ -158,18 +160,38 @@ export class SpliceCache {
     return this.#byKey.entries()
   }
 
+  /**
+   * From now on, keeps which keys get new states: each call of the function returned gives
+   * those remembered since its previous call (states adopted from another process are not new).
+   */
+  trackChanges(): () => string[] {
+    this.#changed ??= new Set()
+    const changed = this.#changed
+    return () => {
+      const keys = [...changed]
+      changed.clear()
+      return keys
+    }
+  }
+
   /** States another process remembered under `key`, most recent first, as this process's own. */
   adopt(key: string, states: readonly SpliceState[]): void {
-    for (const state of [...states].reverse()) this.remember(key, state)
+    for (const state of [...states].reverse()) this.#remember(key, state)
   }
 
   remember(key: string, state: SpliceState): void {
-    if (this.maxBytes <= 0) return
+    if (this.#remember(key, state)) this.#changed?.add(key)
+  }
+
+  /** Whether the state was kept (the cache may be off). */
+  #remember(key: string, state: SpliceState): boolean {
+    if (this.maxBytes <= 0) return false
     const previous = this.#byKey.peek(key) ?? []
     // A key holds a few sessions: implicit ones of one tenant share it.
     const states = [state, ...previous.filter((old) => old.scope !== state.scope)].slice(0, 4)
     this.#byKey.set(key, states, size(states))
     this.#byKey.evictTo(this.maxBytes, key)
+    return true
   }
 }
 

@@ -166,6 +166,8 @@ function events(proxy: Running, kind: string): any[] {
 }
 
 const INFO = { LEMBAS_LOG_LEVEL: 'info' }
+/** A process that never saves its states: killed, it leaves nothing behind. */
+const NO_SAVES = ['--save-states-s', '0']
 
 /**
  * Every door's session up to its third result on one process, stopped with `signal`; then the
@@ -177,10 +179,13 @@ async function restartedSessions(
   signal: NodeJS.Signals,
   doors: readonly Door[],
   more: string[] = [],
+  { firstMore = [], settleMs = 0 }: { firstMore?: string[]; settleMs?: number } = {},
 ) {
   const upstream = await upstreamOfDoors()
-  const first = await startProxyCli(upstream.url, store, more)
+  const first = await startProxyCli(upstream.url, store, [...more, ...firstMore])
   for (const door of doors) for (let done = 1; done <= 3; done++) await send(first, door, done)
+  // Time for the first process's background saves, when it makes them.
+  await new Promise((resolve) => setTimeout(resolve, settleMs))
   await stopCli(first, signal)
   const before = upstream.requests.length
   const second = await startCli(
@@ -219,7 +224,9 @@ for (const backend of ['sqlite', 'redis'] as const) {
     // The same sessions on two stores: one handed on, one not.
     const doors = doorsOf(randomUUID())
     const handed = await restartedSessions(store('handed', 1), 'SIGTERM', doors)
-    const killed = await restartedSessions(store('killed', 2), 'SIGKILL', doors)
+    const killed = await restartedSessions(store('killed', 2), 'SIGKILL', doors, [], {
+      firstMore: NO_SAVES,
+    })
 
     const taken = events(handed.second, 'sessions-taken-on')
     assert.equal(taken.length, 1)
@@ -236,6 +243,65 @@ for (const backend of ['sqlite', 'redis'] as const) {
     }
   })
 }
+
+for (const backend of ['sqlite', 'redis'] as const) {
+  test(`after a crash, every door goes on from the last save (${backend}): same bytes as a whole parse`, async () => {
+    const store = (name: string, db: number) => {
+      if (backend === 'sqlite') return `sqlite:${join(dir, name + '.db')}`
+      const url = new URL(redis.url)
+      url.pathname = `/${db}`
+      return url.href
+    }
+    const doors = doorsOf(randomUUID())
+    // Saves every second, then killed two and a half seconds after its last request.
+    const saved = await restartedSessions(store('saved', 3), 'SIGKILL', doors, [], {
+      firstMore: ['--save-states-s', '1'],
+      settleMs: 2500,
+    })
+    const killed = await restartedSessions(store('unsaved', 4), 'SIGKILL', doors, [], {
+      firstMore: NO_SAVES,
+    })
+    const spliced = (proxy: Running) => events(proxy, 'request').map((line) => line.spliced)
+    assert.deepEqual(spliced(saved.second), [1, 1, 1], 'each door on the fast path at once')
+    assert.deepEqual(spliced(killed.second), [0, 0, 0], 'nothing saved: the full path')
+    assert.equal(events(saved.second, 'sessions-taken-on').length, 0, 'nothing was handed on')
+    for (const [i, door] of ['chat', 'messages', 'responses'].entries()) {
+      assert.equal(saved.sent[i], killed.sent[i], `${door}: the same bytes upstream`)
+      assert.match(saved.sent[i]!, /Unchanged since #0001/, `${door}: the re-read is a stub`)
+    }
+  })
+}
+
+test('a save of other settings is not used, and a process that saves nothing restores nothing', async () => {
+  const store = `sqlite:${join(dir, 'saves-settings.db')}`
+  const upstream = await upstreamOfDoors()
+  const [door] = doorsOf(randomUUID())
+  try {
+    const first = await startProxyCli(upstream.url, store, ['--save-states-s', '1'])
+    for (let done = 1; done <= 3; done++) await send(first, door!, done)
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    await stopCli(first, 'SIGKILL')
+    const args = ['--port', '0', '--upstream', upstream.url, '--store', store]
+    // --elide changes what goes upstream: the saved state is not this process's.
+    const other = await startCli([...args, '--elide'], INFO)
+    await send(other, door!, 4)
+    await stopCli(other, 'SIGKILL')
+    const off = await startCli([...args, ...NO_SAVES], INFO)
+    await send(off, door!, 4)
+    await stopCli(off, 'SIGKILL')
+    const same = await startCli(args, INFO)
+    await send(same, door!, 4)
+    await stopCli(same, 'SIGKILL')
+    const spliced = (proxy: Running) => events(proxy, 'request').map((line) => line.spliced)
+    assert.deepEqual(
+      [spliced(other), spliced(off), spliced(same)],
+      [[0], [0], [1]],
+      'only the same settings, saving on, go on from the save',
+    )
+  } finally {
+    await upstream.close()
+  }
+})
 
 test('a closed terminal (SIGHUP) stops as gracefully: the next process goes on', async () => {
   const doors = doorsOf(randomUUID())
@@ -262,6 +328,7 @@ test('with --elide, a restart that goes on from handed-on states sends what a wh
     'SIGKILL',
     doors,
     elide,
+    { firstMore: NO_SAVES },
   )
   assert.equal(events(handed.second, 'sessions-taken-on')[0]?.sessions, 3)
   for (const [i, door] of ['chat', 'messages', 'responses'].entries()) {

@@ -4,6 +4,7 @@ import { loadLoop, loadPromptBlock } from '../../src/config/loop.js'
 import { parseCommandLine } from '../../src/config/flags.js'
 import { elideSettings, pipelineSettings } from '../../src/config/pipeline.js'
 import { SpliceCache } from '../../src/pipeline/splice.js'
+import type { StateRestore } from '../../src/pipeline/state-saves.js'
 import { createApp } from '../../src/http/app.js'
 import type { ElideSettings } from '../../src/pipeline/elide.js'
 import type { Recorder } from '../../src/pipeline/handle.js'
@@ -42,6 +43,8 @@ export async function startProxy(options: {
   spliceChars?: number
   /** The fast path's memory itself, to look into (instead of spliceChars). */
   splice?: SpliceCache
+  /** `--save-states-s`: where a session this process holds no state of is restored from. */
+  saves?: StateRestore
   /** Serves GET /stats and GET /metrics, and times the store. */
   stats?: StatsCollector
   authSecret?: string
@@ -72,6 +75,7 @@ export async function startProxy(options: {
     }),
     ...(options.spliceChars === undefined ? {} : { splice: new SpliceCache(options.spliceChars) }),
     ...(options.splice ? { splice: options.splice } : {}),
+    ...(options.saves ? { saves: options.saves } : {}),
     store: options.stats ? timedStore(options.store, options.stats) : options.store,
     stats: options.stats,
     recorder: options.recorder,

@@ -1,0 +1,131 @@
+/**
+ * Saves of the fast path's states (`--save-states-s`): only what changed since the last round is
+ * written, a state taken on from a save is not written back, a key held in memory is never read
+ * from the store, and a save of other settings is not taken on.
+ */
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { silentLogger } from '../../src/log.js'
+import { SpliceCache } from '../../src/pipeline/splice.js'
+import { StateSaves } from '../../src/pipeline/state-saves.js'
+import { createStore, type Store } from '../../src/store/index.js'
+import { chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js'
+import { postChat, startProxy } from '../helpers/proxy.js'
+
+/** A store that counts its latest-value writes and reads. */
+function counted(store: Store) {
+  const calls = { set: 0, get: 0 }
+  const wrapped: Store = {
+    ...store,
+    kind: store.kind,
+    get: (scope, keys) => store.get(scope, keys),
+    putIfAbsent: (scope, entries) => store.putIfAbsent(scope, entries),
+    claimIds: (scope, keys) => store.claimIds(scope, keys),
+    claimThenPut: (scope, keys, expected, entries) =>
+      store.claimThenPut(scope, keys, expected, entries),
+    ping: () => store.ping(),
+    close: () => store.close(),
+    setLatest: (scope, key, value) => (calls.set++, store.setLatest(scope, key, value)),
+    getLatest: (scope, key) => (calls.get++, store.getLatest(scope, key)),
+  }
+  return { store: wrapped, calls }
+}
+
+/** A session's request after `steps` results of `cat a.txt`. */
+function body(session: string, steps: number) {
+  return {
+    model: 'm',
+    tools: [{ type: 'function', function: { name: 'Bash' } }],
+    messages: [
+      { role: 'system', content: `session ${session}` },
+      { role: 'user', content: 'work' },
+      ...Array.from({ length: steps }, (_, i) => [
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: `call_${i}`,
+              type: 'function',
+              function: { name: 'Bash', arguments: '{"command":"cat a.txt"}' },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: `call_${i}`, content: `a.txt, line ${i}\n` },
+      ]).flat(),
+    ],
+  }
+}
+
+test('a round saves the keys that changed; a restored state is not saved back', async () => {
+  const shared = await createStore('memory:', { idleTtlMs: 60_000 })
+  const { store, calls } = counted(shared)
+  const upstream = await startFakeUpstream(() => ({ json: chatCompletion({ content: 'ok' }) }))
+  const first = new SpliceCache(1 << 20)
+  const saves = new StateSaves(first, store, 'v1', silentLogger)
+  // The proxy writes latest values of its own: it gets the store uncounted.
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice: first })
+  try {
+    for (const session of ['x', 'y'])
+      for (let steps = 1; steps <= 2; steps++) {
+        const sent = await postChat(proxy.url, body(session, steps), { 'x-session-id': session })
+        assert.equal(sent.status, 200)
+      }
+    const keys = [...first.all()].map(([key]) => key)
+    assert.equal(keys.length, 2)
+
+    await saves.saveChanged()
+    assert.equal(calls.set, 2, 'one write a key')
+    await saves.saveChanged()
+    assert.equal(calls.set, 2, 'nothing changed since: nothing written')
+    await postChat(proxy.url, body('x', 3), { 'x-session-id': 'x' })
+    await saves.saveChanged()
+    assert.equal(calls.set, 3, 'only the key that changed')
+
+    // Another process: it takes the save on, once, and does not write it back.
+    const second = new SpliceCache(1 << 20)
+    const restoring = new StateSaves(second, store, 'v1', silentLogger)
+    assert.equal(await restoring.restore(keys[0]!), true)
+    assert.equal(second.states(keys[0]!).length, 1)
+    const reads = calls.get
+    assert.equal(await restoring.restore(keys[0]!), false, 'held in memory: no store read')
+    assert.equal(calls.get, reads)
+    await restoring.saveChanged()
+    assert.equal(calls.set, 3, 'a restored state is not saved back')
+
+    // Another version or other settings: not taken on.
+    const other = new SpliceCache(1 << 20)
+    assert.equal(await new StateSaves(other, store, 'v2', silentLogger).restore(keys[1]!), false)
+    assert.equal(other.states(keys[1]!).length, 0)
+    assert.equal(await restoring.restore('a key nobody saved'), false)
+  } finally {
+    await proxy.close()
+    await upstream.close()
+  }
+})
+
+test('a store that fails a save keeps the key for the next round', async () => {
+  const shared = await createStore('memory:', { idleTtlMs: 60_000 })
+  const { store, calls } = counted(shared)
+  let failing = true
+  const flaky: Store = {
+    ...store,
+    setLatest: (scope, key, value) =>
+      failing ? Promise.reject(new Error('down')) : store.setLatest(scope, key, value),
+  }
+  const upstream = await startFakeUpstream(() => ({ json: chatCompletion({ content: 'ok' }) }))
+  const splice = new SpliceCache(1 << 20)
+  const saves = new StateSaves(splice, flaky, 'v1', silentLogger)
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice })
+  try {
+    await postChat(proxy.url, body('z', 1), { 'x-session-id': 'z' })
+    await saves.saveChanged()
+    assert.equal(calls.set, 0)
+    failing = false
+    await saves.saveChanged()
+    assert.equal(calls.set, 1, 'written on the next round')
+  } finally {
+    await proxy.close()
+    await upstream.close()
+  }
+})
