@@ -313,7 +313,7 @@ test('a closed terminal (SIGHUP) stops as gracefully: the next process goes on',
   )
 })
 
-test('with --elide, a restart that goes on from handed-on states sends what a whole parse does', async () => {
+test('with --elide, a restart that goes on from handed-on or saved states sends what a whole parse does', async () => {
   const doors = doorsOf(randomUUID())
   // Every old result is worth a batch: batches are decided on either side of the restart.
   const elide = ['--elide', '--elide-threshold', '1', '--elide-horizon', '1000']
@@ -331,8 +331,21 @@ test('with --elide, a restart that goes on from handed-on states sends what a wh
     { firstMore: NO_SAVES },
   )
   assert.equal(events(handed.second, 'sessions-taken-on')[0]?.sessions, 3)
+  // And killed after a save: the next process goes on from the saved states.
+  const saved = await restartedSessions(
+    `sqlite:${join(dir, 'elide-s.db')}`,
+    'SIGKILL',
+    doors,
+    elide,
+    { firstMore: ['--save-states-s', '1'], settleMs: 2500 },
+  )
+  assert.deepEqual(
+    events(saved.second, 'request').map((line) => line.spliced),
+    [1, 1, 1],
+  )
   for (const [i, door] of ['chat', 'messages', 'responses'].entries()) {
     assert.equal(handed.sent[i], killed.sent[i], `${door}: the same bytes upstream`)
+    assert.equal(saved.sent[i], killed.sent[i], `${door}: from the save, the same bytes`)
     assert.match(handed.sent[i]!, /Elided; recall shows it/, `${door}: a batch applies`)
   }
 })
