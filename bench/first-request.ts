@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { silentLogger } from '../src/log.js'
+import { Memo, MEMO_ENTRIES } from '../src/memo.js'
 import { handOnStates, takeOnStates } from '../src/pipeline/resume.js'
 import { SpliceCache } from '../src/pipeline/splice.js'
 import { StateSaves } from '../src/pipeline/state-saves.js'
@@ -52,6 +53,13 @@ const times = {
   'handed on': [] as number[],
   fast: [] as number[],
 }
+/** What the command line gives a process's state saves (`--save-states-s 30`). */
+const savesOptions = () => ({
+  fingerprint: 'same',
+  everyMs: 30_000,
+  unsaved: new Memo<number>(MEMO_ENTRIES),
+  log: silentLogger,
+})
 /** A process's fast-path memory, as the command line makes it (64 MB). */
 const spliceCache = () => new SpliceCache(64 * 1024 * 1024)
 try {
@@ -60,7 +68,7 @@ try {
     const store = await createStore(`sqlite:${join(dir, 'store.db')}`, { idleTtlMs: 86_400_000 })
     const name = `first-request-${s}`
     let splice = spliceCache()
-    const saving = new StateSaves(splice, store, 'same', silentLogger)
+    const saving = new StateSaves(splice, store, savesOptions())
     let proxy = await startProxy({ upstreamUrl: upstream.url, store, splice })
     times.new.push(await postSession(proxy.url, session.base(), name))
     await postSession(proxy.url, session.next(), name)
@@ -71,7 +79,7 @@ try {
     await proxy.close()
     // The request after a crash of the process that saved: the next one restores the save.
     const restoring = spliceCache()
-    const saves = new StateSaves(restoring, store, 'same', silentLogger)
+    const saves = new StateSaves(restoring, store, savesOptions())
     proxy = await startProxy({ upstreamUrl: upstream.url, store, splice: restoring, saves })
     times.saved.push(await postSession(proxy.url, session.next(), name))
     await proxy.close()

@@ -94,7 +94,14 @@ function handingOn(
   const handover = { store, name, fingerprint, log }
   // Saved now and then too: what a crash leaves for the next process, or another replica.
   const saves =
-    config.saveStatesMs > 0 ? new StateSaves(settings.splice, store, fingerprint, log) : undefined
+    config.saveStatesMs > 0
+      ? new StateSaves(settings.splice, store, {
+          fingerprint,
+          everyMs: config.saveStatesMs,
+          unsaved: settings.memos.unsaved,
+          log,
+        })
+      : undefined
   return {
     saves,
     take: () => takeOnStates(settings.splice, handover),
@@ -182,7 +189,7 @@ async function run(config: Config, version: string): Promise<void> {
   for (const [name, memo] of memos.named()) stats.watchCache(name, () => memo.size)
   const handOn = handingOn(config, version, loop, settings, store, log)
   await handOn?.take()
-  handOn?.saves?.start(config.saveStatesMs)
+  handOn?.saves?.start()
   const cold = settings.coldBodies
   stats.watchColdBodies(() => ({ bytes: cold.used, waiting: cold.waiting }))
   const app = createApp({

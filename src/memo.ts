@@ -52,6 +52,8 @@ export class Memos {
   readonly warned: Memo<true>
   /** A session's next id, as this process last claimed: new results are rendered with it first. */
   readonly nextIds: Memo<number>
+  /** Keys found with no saved state, and when: not asked again before another save may be there. */
+  readonly unsaved: Memo<number>
 
   constructor(maxEntries: number) {
     this.tenants = new Memo(maxEntries)
@@ -59,6 +61,7 @@ export class Memos {
     this.heads = new Memo(maxEntries)
     this.warned = new Memo(maxEntries)
     this.nextIds = new Memo(maxEntries)
+    this.unsaved = new Memo(maxEntries)
   }
 
   /** Each memo, by the name /metrics gives it. */
@@ -69,6 +72,7 @@ export class Memos {
       ['session_heads', this.heads],
       ['warned_tools', this.warned],
       ['next_ids', this.nextIds],
+      ['unsaved_keys', this.unsaved],
     ]
   }
 }

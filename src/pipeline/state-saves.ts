@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Logger } from '../log.js'
+import type { Memo } from '../memo.js'
 import { pacer } from '../pace/index.js'
 import type { Store } from '../store/store.js'
 import { loadState, saveState, type SavedState } from './resume.js'
@@ -38,6 +39,19 @@ export interface StateRestore {
   restore(key: string): Promise<boolean>
 }
 
+export interface SavesOptions {
+  readonly fingerprint: string
+  /** How often a round saves what changed (`--save-states-s`). */
+  readonly everyMs: number
+  /**
+   * Keys found with no save, and when: a request of such a key (a new session, a request without
+   * tools) asks the store again only once a round may have saved it.
+   */
+  readonly unsaved: Memo<number>
+  readonly log: Logger
+  readonly now?: () => number
+}
+
 export class StateSaves implements StateRestore {
   readonly #changed: () => string[]
   /** Keys changed and not saved yet. */
@@ -48,17 +62,16 @@ export class StateSaves implements StateRestore {
   constructor(
     private readonly splice: SpliceCache,
     private readonly store: Store,
-    private readonly fingerprint: string,
-    private readonly log: Logger,
+    private readonly options: SavesOptions,
   ) {
     this.#changed = splice.trackChanges()
   }
 
-  /** Saves in the background every `everyMs`: each round, the keys changed since the last. */
-  start(everyMs: number): void {
+  /** Saves in the background: each round, the keys changed since the last. */
+  start(): void {
     this.#timer = setInterval(() => {
       this.#round ??= this.saveChanged().finally(() => (this.#round = undefined))
-    }, everyMs)
+    }, this.options.everyMs)
     this.#timer.unref()
   }
 
@@ -84,20 +97,20 @@ export class StateSaves implements StateRestore {
       if (states.length === 0) continue // dropped from memory since
       await pace()
       const text = JSON.stringify({
-        fingerprint: this.fingerprint,
+        fingerprint: this.options.fingerprint,
         states: states.map(saveState),
       } satisfies Saved)
       try {
         await this.store.setLatest(scopeOf(key), KEY, text)
       } catch (error) {
         this.#pending.add(key)
-        this.log.warn('states-not-saved', { message: (error as Error).message })
+        this.options.log.warn('states-not-saved', { message: (error as Error).message })
         return
       }
       chars += text.length
       sessions += states.length
     }
-    if (sessions > 0) this.log.debug('states-saved', { sessions, chars })
+    if (sessions > 0) this.options.log.debug('states-saved', { sessions, chars })
   }
 
   /**
@@ -106,16 +119,24 @@ export class StateSaves implements StateRestore {
    */
   async restore(key: string): Promise<boolean> {
     if (this.splice.states(key).length > 0) return false
+    const { fingerprint, everyMs, unsaved, log } = this.options
+    const now = (this.options.now ?? Date.now)()
+    const missed = unsaved.get(key)
+    if (missed !== undefined && now - missed < everyMs) return false
     try {
       const text = await this.store.getLatest(scopeOf(key), KEY)
-      if (!text) return false
-      const saved = JSON.parse(text) as Saved
-      if (saved.fingerprint !== this.fingerprint || this.splice.states(key).length > 0) return false
+      const saved = text ? (JSON.parse(text) as Saved) : undefined
+      if (saved?.fingerprint !== fingerprint) {
+        unsaved.set(key, now)
+        return false
+      }
+      unsaved.delete(key)
+      if (this.splice.states(key).length > 0) return false
       this.splice.adopt(key, saved.states.map(loadState))
-      this.log.debug('states-restored', { sessions: saved.states.length })
+      log.debug('states-restored', { sessions: saved.states.length })
       return true
     } catch (error) {
-      this.log.warn('states-not-restored', { message: (error as Error).message })
+      log.warn('states-not-restored', { message: (error as Error).message })
       return false
     }
   }

@@ -6,11 +6,17 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { silentLogger } from '../../src/log.js'
+import { Memo } from '../../src/memo.js'
 import { SpliceCache } from '../../src/pipeline/splice.js'
 import { StateSaves } from '../../src/pipeline/state-saves.js'
 import { createStore, type Store } from '../../src/store/index.js'
 import { chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js'
 import { postChat, startProxy } from '../helpers/proxy.js'
+
+/** A process's saves: `fingerprint` stands for its version and settings. */
+function options(fingerprint: string, now = () => 0) {
+  return { fingerprint, everyMs: 30_000, unsaved: new Memo<number>(100), log: silentLogger, now }
+}
 
 /** A store that counts its latest-value writes and reads. */
 function counted(store: Store) {
@@ -62,7 +68,7 @@ test('a round saves the keys that changed; a restored state is not saved back', 
   const { store, calls } = counted(shared)
   const upstream = await startFakeUpstream(() => ({ json: chatCompletion({ content: 'ok' }) }))
   const first = new SpliceCache(1 << 20)
-  const saves = new StateSaves(first, store, 'v1', silentLogger)
+  const saves = new StateSaves(first, store, options('v1'))
   // The proxy writes latest values of its own: it gets the store uncounted.
   const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice: first })
   try {
@@ -84,7 +90,7 @@ test('a round saves the keys that changed; a restored state is not saved back', 
 
     // Another process: it takes the save on, once, and does not write it back.
     const second = new SpliceCache(1 << 20)
-    const restoring = new StateSaves(second, store, 'v1', silentLogger)
+    const restoring = new StateSaves(second, store, options('v1'))
     assert.equal(await restoring.restore(keys[0]!), true)
     assert.equal(second.states(keys[0]!).length, 1)
     const reads = calls.get
@@ -95,7 +101,7 @@ test('a round saves the keys that changed; a restored state is not saved back', 
 
     // Another version or other settings: not taken on.
     const other = new SpliceCache(1 << 20)
-    assert.equal(await new StateSaves(other, store, 'v2', silentLogger).restore(keys[1]!), false)
+    assert.equal(await new StateSaves(other, store, options('v2')).restore(keys[1]!), false)
     assert.equal(other.states(keys[1]!).length, 0)
     assert.equal(await restoring.restore('a key nobody saved'), false)
   } finally {
@@ -115,7 +121,7 @@ test('a store that fails a save keeps the key for the next round', async () => {
   }
   const upstream = await startFakeUpstream(() => ({ json: chatCompletion({ content: 'ok' }) }))
   const splice = new SpliceCache(1 << 20)
-  const saves = new StateSaves(splice, flaky, 'v1', silentLogger)
+  const saves = new StateSaves(splice, flaky, options('v1'))
   const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice })
   try {
     await postChat(proxy.url, body('z', 1), { 'x-session-id': 'z' })
@@ -124,6 +130,38 @@ test('a store that fails a save keeps the key for the next round', async () => {
     failing = false
     await saves.saveChanged()
     assert.equal(calls.set, 1, 'written on the next round')
+  } finally {
+    await proxy.close()
+    await upstream.close()
+  }
+})
+
+test('a key found with no save is not asked again until a round may have saved it', async () => {
+  const shared = await createStore('memory:', { idleTtlMs: 60_000 })
+  const { store, calls } = counted(shared)
+  const upstream = await startFakeUpstream(() => ({ json: chatCompletion({ content: 'ok' }) }))
+  const serving = new SpliceCache(1 << 20)
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice: serving })
+  try {
+    let clock = 0
+    const restoring = new StateSaves(
+      new SpliceCache(1 << 20),
+      store,
+      options('v1', () => clock),
+    )
+    // It saves what changes from its start on.
+    const saving = new StateSaves(serving, store, options('v1'))
+    await postChat(proxy.url, body('w', 1), { 'x-session-id': 'w' })
+    const [key] = [...serving.all()].map(([k]) => k)
+    assert.equal(await restoring.restore(key!), false, 'nothing saved yet')
+    assert.equal(calls.get, 1)
+    await saving.saveChanged()
+    clock = 29_000
+    assert.equal(await restoring.restore(key!), false, 'within a round: not asked')
+    assert.equal(calls.get, 1)
+    clock = 30_000
+    assert.equal(await restoring.restore(key!), true, 'a round later: the save is there')
+    assert.equal(calls.get, 2)
   } finally {
     await proxy.close()
     await upstream.close()
