@@ -15,17 +15,10 @@ const SKILLS = ['execute_ipython_cell']
 const skill = (call: string, params: readonly string[]) => ({ arg: 'code', call, params })
 
 // open_file's window: a header with the file's length, then the lines `N|text` between markers.
-const WINDOW_HEAD = String.raw`\[File: [^
-]+ \((?<total>\d+) lines total\)\]
-(?:\(this is the beginning of the file\)|\(\d+ more lines above\))
-`
-const WINDOW_TAIL = String.raw`
-(?:\(this is the end of the file\)|\(\d+ more lines below\))(?:
-\[Use \`scroll_down\` to view the next 100 lines of the file!\])?`
+const WINDOW_HEAD = String.raw`\[File: [^\n]+ \((?<total>\d+) lines total\)\]\n(?:\(this is the beginning of the file\)|\(\d+ more lines above\))\n`
+const WINDOW_TAIL = String.raw`\n(?:\(this is the end of the file\)|\(\d+ more lines below\))(?:\n\[Use \`scroll_down\` to view the next 100 lines of the file!\])?`
 // The IPython runtime's lines after any cell's output (its directory, its interpreter).
-const JUPYTER = String.raw`(?:
-\[Jupyter [^
-]*\])*\s*$`
+const JUPYTER = String.raw`(?:\n\[Jupyter [^\n]*\])*\s*$`
 
 /** OpenHands V0 (str_replace_editor, execute_bash) and V1 (file_editor, terminal): research/agents.md §9. */
 export const openHands = defineProfile({
