@@ -133,7 +133,7 @@ export class StateSaves implements StateRestore {
       unsaved.delete(key)
       if (this.splice.states(key).length > 0) return false
       this.splice.adopt(key, saved.states.map(loadState))
-      log.debug('states-restored', { sessions: saved.states.length })
+      log.info('states-restored', { sessions: saved.states.length })
       return true
     } catch (error) {
       log.warn('states-not-restored', { message: (error as Error).message })

@@ -265,6 +265,11 @@ for (const backend of ['sqlite', 'redis'] as const) {
     assert.deepEqual(spliced(saved.second), [1, 1, 1], 'each door on the fast path at once')
     assert.deepEqual(spliced(killed.second), [0, 0, 0], 'nothing saved: the full path')
     assert.equal(events(saved.second, 'sessions-taken-on').length, 0, 'nothing was handed on')
+    assert.deepEqual(
+      events(saved.second, 'states-restored').map((line) => line.sessions),
+      [1, 1, 1],
+      'one save a door, read when its request came',
+    )
     for (const [i, door] of ['chat', 'messages', 'responses'].entries()) {
       assert.equal(saved.sent[i], killed.sent[i], `${door}: the same bytes upstream`)
       assert.match(saved.sent[i]!, /Unchanged since #0001/, `${door}: the re-read is a stub`)
