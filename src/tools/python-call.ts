@@ -37,7 +37,8 @@ export function pythonCall(code: string): PythonCall | undefined {
     const value = reader.literal()
     if (value === undefined) return undefined
     if (keyword === undefined) positional.push(value.value)
-    else if (Object.hasOwn(keywords, keyword)) return undefined
+    // No skill takes `__proto__`; as a plain object's key it would not be one.
+    else if (Object.hasOwn(keywords, keyword) || keyword === '__proto__') return undefined
     else keywords[keyword] = value.value
     reader.space()
     if (reader.take(')')) break

@@ -59,6 +59,7 @@ describe('pythonCall', () => {
       'open_file("\\N{BULLET}")',
       'open_file(1.5)',
       'open_file(x == 1)',
+      "open_file(__proto__='a')",
     ])
       assert.equal(pythonCall(code), undefined, code)
   })

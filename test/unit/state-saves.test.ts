@@ -23,14 +23,6 @@ function counted(store: Store) {
   const calls = { set: 0, get: 0 }
   const wrapped: Store = {
     ...store,
-    kind: store.kind,
-    get: (scope, keys) => store.get(scope, keys),
-    putIfAbsent: (scope, entries) => store.putIfAbsent(scope, entries),
-    claimIds: (scope, keys) => store.claimIds(scope, keys),
-    claimThenPut: (scope, keys, expected, entries) =>
-      store.claimThenPut(scope, keys, expected, entries),
-    ping: () => store.ping(),
-    close: () => store.close(),
     setLatest: (scope, key, value) => (calls.set++, store.setLatest(scope, key, value)),
     getLatest: (scope, key) => (calls.get++, store.getLatest(scope, key)),
   }
