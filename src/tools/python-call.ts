@@ -144,8 +144,6 @@ class Reader {
         joined += next
       }
     }
-    // A string that starts here but does not end well is no literal of another kind.
-    if (/^[rRuU]?['"]/.test(this.text.slice(this.#at, this.#at + 2))) return undefined
     const integer = this.#match(INTEGER)
     if (integer !== undefined) {
       const value = Number(integer.replaceAll('_', ''))

@@ -213,18 +213,20 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
+/** A store of its own for `name`: a SQLite file, or Redis database `db`. */
+function storeOf(backend: 'sqlite' | 'redis', name: string, db: number): string {
+  if (backend === 'sqlite') return `sqlite:${join(dir, name + '.db')}`
+  const url = new URL(redis.url)
+  url.pathname = `/${db}`
+  return url.href
+}
+
 for (const backend of ['sqlite', 'redis'] as const) {
   test(`after a graceful stop, every door goes on from where it was (${backend}): same bytes as a whole parse`, async () => {
-    const store = (name: string, db: number) => {
-      if (backend === 'sqlite') return `sqlite:${join(dir, name + '.db')}`
-      const url = new URL(redis.url)
-      url.pathname = `/${db}`
-      return url.href
-    }
     // The same sessions on two stores: one handed on, one not.
     const doors = doorsOf(randomUUID())
-    const handed = await restartedSessions(store('handed', 1), 'SIGTERM', doors)
-    const killed = await restartedSessions(store('killed', 2), 'SIGKILL', doors, [], {
+    const handed = await restartedSessions(storeOf(backend, 'handed', 1), 'SIGTERM', doors)
+    const killed = await restartedSessions(storeOf(backend, 'killed', 2), 'SIGKILL', doors, [], {
       firstMore: NO_SAVES,
     })
 
@@ -246,19 +248,13 @@ for (const backend of ['sqlite', 'redis'] as const) {
 
 for (const backend of ['sqlite', 'redis'] as const) {
   test(`after a crash, every door goes on from the last save (${backend}): same bytes as a whole parse`, async () => {
-    const store = (name: string, db: number) => {
-      if (backend === 'sqlite') return `sqlite:${join(dir, name + '.db')}`
-      const url = new URL(redis.url)
-      url.pathname = `/${db}`
-      return url.href
-    }
     const doors = doorsOf(randomUUID())
     // Saves every second, then killed two and a half seconds after its last request.
-    const saved = await restartedSessions(store('saved', 3), 'SIGKILL', doors, [], {
+    const saved = await restartedSessions(storeOf(backend, 'saved', 3), 'SIGKILL', doors, [], {
       firstMore: ['--save-states-s', '1'],
       settleMs: 2500,
     })
-    const killed = await restartedSessions(store('unsaved', 4), 'SIGKILL', doors, [], {
+    const killed = await restartedSessions(storeOf(backend, 'unsaved', 4), 'SIGKILL', doors, [], {
       firstMore: NO_SAVES,
     })
     const spliced = (proxy: Running) => events(proxy, 'request').map((line) => line.spliced)

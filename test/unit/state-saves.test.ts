@@ -55,20 +55,39 @@ function body(session: string, steps: number) {
   }
 }
 
-test('a round saves the keys that changed; a restored state is not saved back', async () => {
+/**
+ * A proxy on a memory store with the fast-path memory `splice`, for `run`, and the same store
+ * counted for the saves under test (the proxy writes latest values of its own: it gets the store
+ * uncounted).
+ */
+async function withProxy(
+  run: (setup: {
+    counted: ReturnType<typeof counted>
+    splice: SpliceCache
+    post: (session: string, steps: number) => Promise<void>
+  }) => Promise<void>,
+): Promise<void> {
   const shared = await createStore('memory:', { idleTtlMs: 60_000 })
-  const { store, calls } = counted(shared)
   const upstream = await startFakeUpstream(() => ({ json: chatCompletion({ content: 'ok' }) }))
-  const first = new SpliceCache(1 << 20)
-  const saves = new StateSaves(first, store, options('v1'))
-  // The proxy writes latest values of its own: it gets the store uncounted.
-  const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice: first })
+  const splice = new SpliceCache(1 << 20)
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice })
+  const post = async (session: string, steps: number) => {
+    const sent = await postChat(proxy.url, body(session, steps), { 'x-session-id': session })
+    assert.equal(sent.status, 200)
+  }
   try {
+    await run({ counted: counted(shared), splice, post })
+  } finally {
+    await proxy.close()
+    await upstream.close()
+  }
+}
+
+test('a round saves the keys that changed; a restored state is not saved back', async () => {
+  await withProxy(async ({ counted: { store, calls }, splice: first, post }) => {
+    const saves = new StateSaves(first, store, options('v1'))
     for (const session of ['x', 'y'])
-      for (let steps = 1; steps <= 2; steps++) {
-        const sent = await postChat(proxy.url, body(session, steps), { 'x-session-id': session })
-        assert.equal(sent.status, 200)
-      }
+      for (let steps = 1; steps <= 2; steps++) await post(session, steps)
     const keys = [...first.all()].map(([key]) => key)
     assert.equal(keys.length, 2)
 
@@ -76,7 +95,7 @@ test('a round saves the keys that changed; a restored state is not saved back', 
     assert.equal(calls.set, 2, 'one write a key')
     await saves.saveChanged()
     assert.equal(calls.set, 2, 'nothing changed since: nothing written')
-    await postChat(proxy.url, body('x', 3), { 'x-session-id': 'x' })
+    await post('x', 3)
     await saves.saveChanged()
     assert.equal(calls.set, 3, 'only the key that changed')
 
@@ -96,45 +115,29 @@ test('a round saves the keys that changed; a restored state is not saved back', 
     assert.equal(await new StateSaves(other, store, options('v2')).restore(keys[1]!), false)
     assert.equal(other.states(keys[1]!).length, 0)
     assert.equal(await restoring.restore('a key nobody saved'), false)
-  } finally {
-    await proxy.close()
-    await upstream.close()
-  }
+  })
 })
 
 test('a store that fails a save keeps the key for the next round', async () => {
-  const shared = await createStore('memory:', { idleTtlMs: 60_000 })
-  const { store, calls } = counted(shared)
-  let failing = true
-  const flaky: Store = {
-    ...store,
-    setLatest: (scope, key, value) =>
-      failing ? Promise.reject(new Error('down')) : store.setLatest(scope, key, value),
-  }
-  const upstream = await startFakeUpstream(() => ({ json: chatCompletion({ content: 'ok' }) }))
-  const splice = new SpliceCache(1 << 20)
-  const saves = new StateSaves(splice, flaky, options('v1'))
-  const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice })
-  try {
-    await postChat(proxy.url, body('z', 1), { 'x-session-id': 'z' })
+  await withProxy(async ({ counted: { store, calls }, splice, post }) => {
+    let failing = true
+    const flaky: Store = {
+      ...store,
+      setLatest: (scope, key, value) =>
+        failing ? Promise.reject(new Error('down')) : store.setLatest(scope, key, value),
+    }
+    const saves = new StateSaves(splice, flaky, options('v1'))
+    await post('z', 1)
     await saves.saveChanged()
     assert.equal(calls.set, 0)
     failing = false
     await saves.saveChanged()
     assert.equal(calls.set, 1, 'written on the next round')
-  } finally {
-    await proxy.close()
-    await upstream.close()
-  }
+  })
 })
 
 test('a key found with no save is not asked again until a round may have saved it', async () => {
-  const shared = await createStore('memory:', { idleTtlMs: 60_000 })
-  const { store, calls } = counted(shared)
-  const upstream = await startFakeUpstream(() => ({ json: chatCompletion({ content: 'ok' }) }))
-  const serving = new SpliceCache(1 << 20)
-  const proxy = await startProxy({ upstreamUrl: upstream.url, store: shared, splice: serving })
-  try {
+  await withProxy(async ({ counted: { store, calls }, splice: serving, post }) => {
     let clock = 0
     const restoring = new StateSaves(
       new SpliceCache(1 << 20),
@@ -143,7 +146,7 @@ test('a key found with no save is not asked again until a round may have saved i
     )
     // It saves what changes from its start on.
     const saving = new StateSaves(serving, store, options('v1'))
-    await postChat(proxy.url, body('w', 1), { 'x-session-id': 'w' })
+    await post('w', 1)
     const [key] = [...serving.all()].map(([k]) => k)
     assert.equal(await restoring.restore(key!), false, 'nothing saved yet')
     assert.equal(calls.get, 1)
@@ -154,8 +157,5 @@ test('a key found with no save is not asked again until a round may have saved i
     clock = 30_000
     assert.equal(await restoring.restore(key!), true, 'a round later: the save is there')
     assert.equal(calls.get, 2)
-  } finally {
-    await proxy.close()
-    await upstream.close()
-  }
+  })
 })
