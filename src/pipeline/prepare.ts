@@ -1,4 +1,4 @@
-import { hash, type Hash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { Door, Json } from './door.js'
 import { LembasError } from '../errors.js'
 import type { Memo } from '../memo.js'
@@ -22,6 +22,7 @@ import {
 } from './splice.js'
 import type { RecallSetup } from './recall.js'
 import type { StateRestore } from './state-saves.js'
+import type { RunningDigest } from './prefix-digest.js'
 
 export interface PrepareDeps extends ShapeDeps {
   readonly sessionSources: SessionSources
@@ -392,7 +393,7 @@ async function keptState(
   }
 }
 
-function prefixOf(bytes: Buffer, end: number, digest: Hash) {
+function prefixOf(bytes: Buffer, end: number, digest: RunningDigest) {
   return { length: end, digest: digest.digest(), opens: bytes[end - 1] === 91 /* [ */ }
 }
 

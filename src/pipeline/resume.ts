@@ -81,10 +81,16 @@ export interface Handover {
   readonly log: Logger
 }
 
+/**
+ * The states' own format: what a process of the same version but another format wrote is not
+ * taken on. 2: prefix digests are 64-bit xxHash (they were SHA-256).
+ */
+const STATE_FORMAT = 2
+
 /** A digest of what makes a remembered state valid: the same code and the same settings. */
 export function resumeFingerprint(version: string, settings: unknown): string {
   return createHash('sha256')
-    .update(version + '\u0000' + JSON.stringify(settings))
+    .update(version + '\u0000' + STATE_FORMAT + '\u0000' + JSON.stringify(settings))
     .digest('base64url')
 }
 

@@ -1,9 +1,9 @@
-import { createHash, type Hash } from 'node:crypto'
 import type { Json } from './door.js'
 import type { Live } from './elide.js'
 import type { KeptItems } from './kept.js'
 import type { HistoryState } from './rebuild.js'
 import { Lru } from '../lru.js'
+import { runningDigest, type RunningDigest } from './prefix-digest.js'
 import { skipSpace } from '../wire/json-scan.js'
 
 /**
@@ -59,12 +59,12 @@ export interface ItemDigests {
 export interface Found {
   readonly state: SpliceState
   /** The running digest at the end of the prefix: the next prefix's goes on from it. */
-  readonly hash: Hash
+  readonly hash: RunningDigest
 }
 
-/** The digest of a request's bytes up to a remembered end: sha-256 (hardware-backed mostly). */
-export function prefixHash(bytes: Buffer): Hash {
-  return createHash('sha256').update(bytes)
+/** The digest of a request's bytes up to a remembered end (see prefix-digest.ts). */
+export function prefixHash(bytes: Buffer): RunningDigest {
+  return runningDigest().update(bytes)
 }
 
 /**
@@ -73,10 +73,10 @@ export function prefixHash(bytes: Buffer): Hash {
  * receiving.
  */
 export class PrefixWatch {
-  readonly #hash = createHash('sha256')
+  readonly #hash = runningDigest()
   readonly #targets: number[]
   #at = 0
-  readonly #reached = new Map<number, Hash>()
+  readonly #reached = new Map<number, Buffer>()
 
   constructor(lengths: readonly number[]) {
     this.#targets = [...new Set(lengths)].filter((n) => n > 0).sort((a, b) => a - b)
@@ -92,15 +92,23 @@ export class PrefixWatch {
       this.#at += take
       offset += take
       if (this.#at === target) {
-        this.#reached.set(target, this.#hash.copy())
+        this.#reached.set(target, this.#hash.digest())
         this.#targets.shift()
       }
     }
   }
 
-  /** The running digest of the body's first `length` bytes, once they have arrived. */
-  at(length: number): Hash | undefined {
+  /** The digest of the body's first `length` bytes, once they have arrived. */
+  at(length: number): Buffer | undefined {
     return this.#reached.get(length)
+  }
+
+  /**
+   * The running digest, to go on from, when it stands at `length`: it goes on past every
+   * length but the last (most keys have one state, so one length).
+   */
+  runningAt(length: number): RunningDigest | undefined {
+    return this.#targets.length === 0 && this.#at === length ? this.#hash : undefined
   }
 }
 
@@ -144,8 +152,10 @@ export class SpliceCache {
       // After an element comes a comma or the end; a prefix that holds none ends at the `[`.
       if (!opens && next !== 44 /* , */ && next !== 93 /* ] */) continue
       if (opens !== (body[length - 1] === 91) /* [ */) continue
-      const hash = watch?.at(length) ?? prefixHash(body.subarray(0, length))
-      if (hash.copy().digest().equals(digest)) return { state, hash }
+      const watched = watch?.at(length)
+      const hash = watched ? watch!.runningAt(length) : prefixHash(body.subarray(0, length))
+      if (!(watched ?? hash!.digest()).equals(digest)) continue
+      return { state, hash: hash ?? prefixHash(body.subarray(0, length)) }
     }
     return undefined
   }

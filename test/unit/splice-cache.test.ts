@@ -39,11 +39,22 @@ test('a prefix watch digests the body at each remembered length as chunks arrive
   for (let at = 0; at < body.length; at += 5) watch.update(body.subarray(at, at + 5))
   for (const length of [13, 20, 27])
     assert.ok(
-      watch
-        .at(length)!
-        .digest()
-        .equals(prefixHash(body.subarray(0, length)).digest()),
+      watch.at(length)!.equals(prefixHash(body.subarray(0, length)).digest()),
       `the digest at ${length}`,
     )
   assert.equal(watch.at(21), undefined, 'only at the lengths asked for')
+})
+
+test('the watch goes on from its last length, where the next prefix is digested', () => {
+  const body = Buffer.from('{"messages":[{"a":1},{"b":2},{"c":3}]}')
+  const watch = new PrefixWatch([13, 27])
+  watch.update(body)
+  assert.equal(watch.runningAt(13), undefined, 'it went on past 13')
+  const running = watch.runningAt(27)!
+  assert.ok(
+    running
+      .update(body.subarray(27, 33))
+      .digest()
+      .equals(prefixHash(body.subarray(0, 33)).digest()),
+  )
 })
