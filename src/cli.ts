@@ -20,7 +20,7 @@ import type { Store } from './store/store.js'
 import { createRecorder } from './record/recorder.js'
 import { runPrimary } from './cluster/primary.js'
 import { workerStats } from './cluster/worker-stats.js'
-import { createStats } from './stats/index.js'
+import { createStats, type StatsSink } from './stats/index.js'
 import { keepStats } from './stats/persist.js'
 import { timedStore } from './stats/store.js'
 import { createStore, defaultSqlitePath } from './store/index.js'
@@ -50,10 +50,12 @@ async function main(): Promise<void> {
 }
 
 /** The store the flags name: SQLite in the user's data folder unless told otherwise. */
-function openStore(config: Config) {
+function openStore(config: Config, stats?: StatsSink) {
   return createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
     idleTtlMs: config.idleTtlMs,
     cacheBytes: config.storeCacheBytes,
+    // A write that waited for another worker's lock: lembas_store_duration_seconds{operation="lock_wait"}.
+    onLockWait: stats && ((ms, ok) => stats.recordStore('lock_wait', ms, ok)),
   })
 }
 
@@ -148,7 +150,6 @@ async function run(config: Config, version: string): Promise<void> {
   setHeapGrowth(config.heapGrowthPercent)
   const loop = loadLoop()
   const workspace = config.workspace.length > 0 ? await openWorkspace(config.workspace) : undefined
-  const store = await openStore(config)
   const toUpstream = (baseUrl: string) =>
     createUpstream({
       baseUrl,
@@ -169,6 +170,7 @@ async function run(config: Config, version: string): Promise<void> {
         maxSessions: config.statsSessions,
       })
   const stats = shared ?? own!
+  const store = await openStore(config, stats)
   const keeper =
     own && config.stats === 'store' && store.kind !== 'memory'
       ? await keepStats(own, store, placeOf(config), log, `${config.host}:${config.port}`)

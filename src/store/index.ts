@@ -19,6 +19,8 @@ export interface StoreOptions {
   idleTtlMs: number
   /** Bytes of values kept in this process; default 4 MiB, 0 disables the cache. */
   cacheBytes?: number
+  /** SQLite: a write waited for another process's lock (see SqliteStoreOptions). */
+  onLockWait?: ((ms: number, ok: boolean) => void) | undefined
 }
 
 const ACCEPTED =
@@ -35,7 +37,10 @@ export async function createStore(spec: string, options: StoreOptions): Promise<
   } else if (spec.startsWith('sqlite:') && spec.length > 'sqlite:'.length) {
     const path = spec.slice('sqlite:'.length)
     const { openSqliteStore } = await import('./sqlite.js')
-    store = openSqliteStore(path === ':memory:' ? path : resolve(path), { idleTtlMs })
+    store = openSqliteStore(path === ':memory:' ? path : resolve(path), {
+      idleTtlMs,
+      ...(options.onLockWait ? { onLockWait: options.onLockWait } : {}),
+    })
   } else if (/^rediss?:\/\/./i.test(spec)) {
     const { openRedisStore } = await import('./redis.js')
     store = await openRedisStore(spec, { idleTtlMs })

@@ -40,6 +40,11 @@ export interface SqliteStoreOptions {
   idleTtlMs: number
   /** How long a write waits for another connection's lock before failing. */
   busyTimeoutMs?: number
+  /**
+   * Called after a write waited for another connection's lock (`--workers`, several processes
+   * on one file): how long, and whether it got it in time (lembas_store_duration_seconds).
+   */
+  onLockWait?: (ms: number, ok: boolean) => void
   now?: () => number
   /** The log is checkpointed once no write has come for this long (default 200 ms). */
   checkpointIdleMs?: number
@@ -76,6 +81,12 @@ export class SqliteStore implements Store {
   #lastCommitMs = 0
   #idleTimer: NodeJS.Timeout | undefined
   #closed = false
+  readonly #busyTimeoutMs: number
+  readonly #onLockWait: ((ms: number, ok: boolean) => void) | undefined
+  /** While the waiting writes wait for another connection's lock: since when, and the retry. */
+  #lockWaitSince: number | undefined
+  #retry: NodeJS.Timeout | undefined
+  #retries = 0
 
   readonly #getValue
   readonly #insertValue
@@ -103,10 +114,12 @@ export class SqliteStore implements Store {
     this.#checkpointBytes = options.checkpointBytes ?? CHECKPOINT_BYTES
     this.#retouchAfterMs = Math.min(60_000, options.idleTtlMs / 10)
     this.#now = options.now ?? Date.now
+    this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000
+    this.#onLockWait = options.onLockWait
     let db: Database.Database | undefined
     try {
       if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
-      db = new Database(file, { timeout: options.busyTimeoutMs ?? 5000 })
+      db = new Database(file, { timeout: this.#busyTimeoutMs })
       // WAL: readers never block the writer. NORMAL: a commit survives the process being
       // killed (what the proxy must survive); only a power cut can take the last ones, which
       // are then simply rendered again. FULL would fsync every request and cost the
@@ -258,6 +271,10 @@ export class SqliteStore implements Store {
       }
     }, every)
     this.#sweeper.unref()
+    // From here on a lock held by another connection is waited for on timers (#flush), not in
+    // SQLite's busy handler, which sleeps inside the call: the whole process, every other
+    // request and stream with it, stood still for as long as another worker held the lock.
+    db.pragma('busy_timeout = 0')
   }
 
   /** Deletes every scope untouched for longer than the idle TTL. Returns how many. */
@@ -275,7 +292,7 @@ export class SqliteStore implements Store {
     this.#open()
     checkKeys(scope, keys)
     if (keys.length === 0) return []
-    return this.#read('get', scope, keys.map(kvField))
+    return this.#reading(() => this.#read('get', scope, keys.map(kvField)))
   }
 
   async putIfAbsent(
@@ -324,7 +341,7 @@ export class SqliteStore implements Store {
   async getLatest(scope: string, key: string): Promise<string | undefined> {
     this.#open()
     checkKeys(scope, [key])
-    const [value] = this.#read('getLatest', scope, [latestField(key)])
+    const [value] = await this.#reading(() => this.#read('getLatest', scope, [latestField(key)]))
     return value
   }
 
@@ -335,8 +352,11 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.#closed) return
-    this.#flush()
+    // The last writes wait for the lock in place: nothing else is served any more.
+    clearTimeout(this.#retry)
+    this.db.pragma(`busy_timeout = ${this.#busyTimeoutMs}`)
     this.#closed = true
+    this.#flush()
     clearInterval(this.#sweeper)
     clearTimeout(this.#idleTimer)
     this.db.close()
@@ -356,15 +376,38 @@ export class SqliteStore implements Store {
     // Reads keep a scope alive too, but rewrite its time only when it is noticeably old, so
     // that reads stay (almost always) lock-free.
     if (age > this.#retouchAfterMs) {
-      this.#run(op, () => this.#retouch.run(this.#now(), scope))
+      try {
+        this.#retouch.run(this.#now(), scope)
+      } catch (err) {
+        // Another connection writes right now: a later read or write touches it.
+        if (!isBusy(err)) throw this.#fail(err, op)
+      }
     }
     return values
+  }
+
+  /**
+   * A read, again a moment later while another connection holds a lock it needs. In WAL mode
+   * readers wait for no writer; only rare moments (a connection recovering the log after a
+   * crash, the last one closing) hold them off.
+   */
+  async #reading<T>(read: () => T): Promise<T> {
+    const started = performance.now()
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return read()
+      } catch (err) {
+        const cause = err instanceof LembasError ? err.cause : err
+        if (!isBusy(cause) || performance.now() - started >= this.#busyTimeoutMs) throw err
+        await new Promise((resolve) => setTimeout(resolve, retryDelayMs(attempt)))
+      }
+    }
   }
 
   /** Queues a write for the group commit at the next turn of the event loop. */
   #write<T>(op: string, run: () => T, bytes: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      if (this.#pending.length === 0) setImmediate(() => this.#flush())
+      if (this.#pending.length === 0 && this.#retry === undefined) setImmediate(() => this.#flush())
       this.#pending.push({ op, run, bytes, resolve: resolve as (value: unknown) => void, reject })
     })
   }
@@ -414,6 +457,7 @@ export class SqliteStore implements Store {
 
   /** Commits the waiting writes in one transaction; each caller learns its own outcome. */
   #flush(): void {
+    this.#retry = undefined
     const writes = this.#pending
     if (writes.length === 0) return
     this.#pending = []
@@ -421,16 +465,40 @@ export class SqliteStore implements Store {
     try {
       outcomes = this.#group.immediate(writes)
     } catch (err) {
+      if (isBusy(err) && this.#waitForLock(writes)) return
+      this.#lockWaitEnded(false)
       // The transaction itself failed (the lock, the disk): every write in it with it.
       for (const write of writes) write.reject(this.#fail(err, write.op))
       return
     }
+    this.#lockWaitEnded(true)
     this.#committed(writes.reduce((n, write) => n + write.bytes, 0))
     outcomes.forEach((outcome, i) => {
       const write = writes[i]!
       if (outcome.ok) write.resolve(outcome.value)
       else write.reject(this.#fail(outcome.error, write.op))
     })
+  }
+
+  /**
+   * Another connection holds the write lock: the writes go back in front of the queue (those
+   * that come meanwhile join them in the same commit) and are tried again on a timer, until
+   * `busyTimeoutMs` has passed. False once it has: they fail.
+   */
+  #waitForLock(writes: PendingWrite[]): boolean {
+    const now = performance.now()
+    this.#lockWaitSince ??= now
+    if (this.#closed || now - this.#lockWaitSince >= this.#busyTimeoutMs) return false
+    this.#pending = [...writes, ...this.#pending]
+    this.#retry = setTimeout(() => this.#flush(), retryDelayMs(this.#retries++))
+    return true
+  }
+
+  #lockWaitEnded(ok: boolean): void {
+    if (this.#lockWaitSince === undefined) return
+    this.#onLockWait?.(performance.now() - this.#lockWaitSince, ok)
+    this.#lockWaitSince = undefined
+    this.#retries = 0
   }
 
   #run<T>(op: string, fn: () => T): T {
@@ -473,6 +541,16 @@ interface PendingWrite {
 
 type Outcome =
   { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown }
+
+/** SQLITE_BUSY and its extended codes: another connection holds a lock this call needs. */
+function isBusy(err: unknown): boolean {
+  return err instanceof Database.SqliteError && err.code.startsWith('SQLITE_BUSY')
+}
+
+/** 1, 2, 4, 8, then 10 ms between tries: a commit of another worker takes about a millisecond. */
+function retryDelayMs(attempt: number): number {
+  return Math.min(2 ** attempt, 10)
+}
 
 function isSystemError(err: unknown): boolean {
   return err instanceof Error && typeof (err as { syscall?: unknown }).syscall === 'string'

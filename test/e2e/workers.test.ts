@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { test } from 'node:test'
+import Database from 'better-sqlite3'
 import { packageRoot } from '../../src/config/loop.js'
 import { startProxyCli, stopCli } from '../helpers/cli.js'
 import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
@@ -148,6 +149,30 @@ test('--workers 2: sessions on any worker keep their history, one /stats for all
       /^lembas_cold_bodies_waiting 0$/m,
       'the workers’ cold-body budgets, summed',
     )
+
+    // A write that finds the file locked by another process waits for it, and is counted.
+    const client = DOORS[0]!.client({ stream: false })
+    client.user('session 20: work')
+    const first = await client.send(proxy.url)
+    client.results(first.calls, [output(20, 0)])
+    const holder = new Database(join(dir, 'l.db'))
+    holder.exec('BEGIN IMMEDIATE')
+    let answered = false
+    const pending = client.send(proxy.url).finally(() => (answered = true))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal(answered, false, 'its new result waits for the lock')
+    holder.exec('ROLLBACK')
+    holder.close()
+    assert.equal((await pending).status, 200)
+    // Workers report their store calls every second.
+    const lockWaits =
+      /^lembas_store_duration_seconds_count\{operation="lock_wait",ok="true"\} (\d+)$/m
+    let waits: RegExpExecArray | null = null
+    for (let i = 0; i < 30 && !waits; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      waits = lockWaits.exec(await (await fetch(proxy.url + '/metrics')).text())
+    }
+    assert.ok(waits && Number(waits[1]) >= 1, 'lock waits counted in /metrics')
 
     // A worker killed is started again (a connection it held fails, as with any crash).
     process.kill(workers[0]!, 'SIGKILL')

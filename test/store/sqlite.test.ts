@@ -48,7 +48,7 @@ async function inChild(...args: string[]): Promise<unknown> {
 }
 
 describe('sqlite store', () => {
-  test('a reopened file has the data, with WAL, FULL sync, busy timeout and schema version', async () => {
+  test('a reopened file has the data, with WAL, NORMAL sync, its own lock waits and schema version', async () => {
     const file = freshPath()
     const first = openSqliteStore(file, { idleTtlMs })
     assert.deepEqual(await first.putIfAbsent('s', [['k', 'v\u0000é']]), ['v\u0000é'])
@@ -60,7 +60,8 @@ describe('sqlite store', () => {
     assert.deepEqual(await again.claimIds('s', ['c', 'a']), [3, 1])
     assert.equal(again.db.pragma('journal_mode', { simple: true }), 'wal')
     assert.equal(again.db.pragma('synchronous', { simple: true }), 1) // NORMAL
-    assert.equal(again.db.pragma('busy_timeout', { simple: true }), 5000)
+    // Waits for another connection's lock on timers (see the lock tests), not in SQLite.
+    assert.equal(again.db.pragma('busy_timeout', { simple: true }), 0)
     assert.equal(again.db.pragma('user_version', { simple: true }), 1)
     await again.close()
   })
@@ -313,6 +314,76 @@ describe('sqlite store', () => {
     holder.close()
     assert.deepEqual(await store.claimIds('s', ['b', 'a']), [1, 2])
     await store.close()
+  })
+
+  test("a write waits for another connection's lock on timers: the process goes on meanwhile", async () => {
+    const file = freshPath()
+    const waits: [number, boolean][] = []
+    const store = openSqliteStore(file, {
+      idleTtlMs,
+      onLockWait: (ms, ok) => waits.push([ms, ok]),
+    })
+    await store.putIfAbsent('s', [['before', 'x']])
+    const holder = new Database(file)
+    holder.exec('BEGIN IMMEDIATE')
+    const t0 = performance.now()
+    let settledAt: number | undefined
+    const write = store.putIfAbsent('s', [['k', 'v']]).finally(() => {
+      settledAt = performance.now()
+    })
+    // SQLite's busy handler would hold this very thread: no timer, no read, until the lock went.
+    const tick = await new Promise<number>((resolve) =>
+      setTimeout(() => resolve(performance.now()), 20),
+    )
+    assert.equal(settledAt, undefined, 'the write still waits')
+    assert.ok(tick - t0 < 80, `a timer ran while it waited (${(tick - t0).toFixed(0)} ms)`)
+    assert.deepEqual(await store.get('s', ['before']), ['x'], 'a read goes on meanwhile (WAL)')
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    holder.exec('COMMIT')
+    assert.deepEqual(await write, ['v'])
+    assert.ok(settledAt! - t0 >= 70, 'it got the lock once released')
+    assert.equal(waits.length, 1, 'one wait reported')
+    assert.equal(waits[0]![1], true)
+    assert.ok(waits[0]![0] >= 70, `its time: ${waits[0]![0]}`)
+    // Writes that came while it waited went in the same commit; nothing waits now.
+    assert.deepEqual(await store.putIfAbsent('s', [['after', 'y']]), ['y'])
+    assert.equal(waits.length, 1)
+    holder.close()
+    await store.close()
+  })
+
+  test('writes that come while one waits for the lock commit with it, in order', async () => {
+    const file = freshPath()
+    const store = openSqliteStore(file, { idleTtlMs })
+    const holder = new Database(file)
+    holder.exec('BEGIN IMMEDIATE')
+    const first = store.claimIds('s', ['a', 'b'])
+    await new Promise((resolve) => setTimeout(resolve, 15))
+    const second = store.claimIds('s', ['c'])
+    const latest = store.setLatest('s', 'head', 'c')
+    await new Promise((resolve) => setTimeout(resolve, 15))
+    holder.exec('ROLLBACK')
+    assert.deepEqual(await first, [1, 2])
+    assert.deepEqual(await second, [3])
+    await latest
+    assert.equal(await store.getLatest('s', 'head'), 'c')
+    holder.close()
+    await store.close()
+  })
+
+  test('a store closing while writes wait for the lock writes them before it closes', async () => {
+    const file = freshPath()
+    const store = openSqliteStore(file, { idleTtlMs })
+    const holder = new Database(file)
+    holder.exec('BEGIN IMMEDIATE')
+    const write = store.putIfAbsent('s', [['k', 'v']])
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    holder.exec('ROLLBACK')
+    // Before the next try's timer: close takes the waiting writes itself.
+    await store.close()
+    assert.deepEqual(await write, ['v'])
+    assert.equal(holder.prepare("SELECT value FROM kv WHERE key = 'k'").pluck().get(), 'v')
+    holder.close()
   })
 
   test('two other processes and this one claim on one file: no duplicates, 1..N', async () => {
