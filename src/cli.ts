@@ -54,7 +54,7 @@ function openStore(config: Config, stats?: StatsSink) {
   return createStore(config.store || 'sqlite:' + defaultSqlitePath(), {
     idleTtlMs: config.idleTtlMs,
     cacheBytes: config.storeCacheBytes,
-    // A write that waited for another worker's lock: lembas_store_duration_seconds{operation="lock_wait"}.
+    // A write that waited for another worker's lock, in lembas_store_duration_seconds.
     onLockWait: stats && ((ms, ok) => stats.recordStore('lock_wait', ms, ok)),
   })
 }

@@ -33,11 +33,6 @@ export function runningDigest(): RunningDigest {
   return running
 }
 
-/** The digest of `bytes` at once. */
-export function digestOf(bytes: Uint8Array): Buffer {
-  return runningDigest().update(bytes).digest()
-}
-
 function digestBytes(value: bigint): Buffer {
   const out = Buffer.allocUnsafe(8)
   out.writeBigUInt64BE(value)
