@@ -575,7 +575,7 @@ function metricsOf(registry: Registry) {
     }),
     store: new Histogram({
       name: 'lembas_store_duration_seconds',
-      help: 'Store call time, by operation.',
+      help: 'Store call time, by operation; lock_wait: a SQLite write waiting for another process to release the file.',
       labelNames: ['operation', 'ok'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
