@@ -11,6 +11,8 @@
  * sends one more request each (unmeasured: the first on the fast path), then measures
  * `--steps` requests of each session, one at a time, each the previous one plus one tool result.
  * The first rounds warm the code up and are left out of the median (shown in the rounds list).
+ * `--args` and `--base-args` add flags to either side: `--base /path/to/this/checkout
+ * '--args=--store memory:'` compares one build with itself on two stores.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
