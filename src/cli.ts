@@ -11,6 +11,7 @@ import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { guardConnections } from './http/guard.js'
 import { setHeapGrowth } from './http/heap-growth.js'
+import { capYoungGeneration } from './http/young-generation.js'
 import { collectWhenIdle } from './http/idle-collect.js'
 import { createLogger, type Logger } from './log.js'
 import type { Loop } from './config/loop-schema.js'
@@ -145,6 +146,8 @@ function startLines(config: Config, host: string, port: number): string {
 }
 
 async function run(config: Config, version: string): Promise<void> {
+  // Before anything is opened: the process may replace itself (its workers inherit the flag).
+  capYoungGeneration(config.semiSpaceMb)
   const log = createLogger(config.logLevel)
   if (config.workers > 1 && cluster.isPrimary) return runWorkers(config, log)
   setHeapGrowth(config.heapGrowthPercent)
