@@ -23,10 +23,15 @@ export function capYoungGeneration(
   if (proc.execArgv.some((arg) => given.test(arg)) || given.test(proc.env.NODE_OPTIONS ?? ''))
     return false
   const flag = `--max-semi-space-size=${semiSpaceMb}`
-  proc.execve(
-    proc.execPath,
-    [proc.execPath, flag, ...proc.execArgv, ...proc.argv.slice(1)],
-    proc.env,
-  )
+  try {
+    proc.execve(
+      proc.execPath,
+      [proc.execPath, flag, ...proc.execArgv, ...proc.argv.slice(1)],
+      proc.env,
+    )
+  } catch {
+    // Refused (a node it may not run again, a sandbox): it goes on with V8's own size.
+    return false
+  }
   return true
 }

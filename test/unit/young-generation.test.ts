@@ -58,3 +58,16 @@ test('0, a node without process.execve (Node 20), or a size given to node: left 
     assert.deepEqual(calls, [])
   }
 })
+
+test('an execve that fails leaves the process running as it is', () => {
+  const proc = {
+    execArgv: [],
+    argv: ['/usr/bin/node', '/app/dist/src/cli.js'],
+    env: {},
+    execPath: '/usr/bin/node',
+    execve: (() => {
+      throw Object.assign(new Error('EACCES'), { code: 'EACCES' })
+    }) as unknown as (file: string, args: string[], env: NodeJS.ProcessEnv) => never,
+  }
+  assert.equal(capYoungGeneration(16, proc), false)
+})
