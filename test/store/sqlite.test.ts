@@ -6,6 +6,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
@@ -26,6 +27,13 @@ after(async () => {
   await rm(root, { recursive: true, force: true })
 })
 const freshPath = (): string => join(root, randomUUID(), 'store.db')
+
+/** Another connection to `file` holding its write lock, as another worker mid-commit would. */
+function holdWriteLock(file: string): Database.Database {
+  const holder = new Database(file)
+  holder.exec('BEGIN IMMEDIATE')
+  return holder
+}
 
 storeContract('sqlite', async () => {
   const file = freshPath()
@@ -179,8 +187,7 @@ describe('sqlite store', () => {
     const file = freshPath()
     const store = openSqliteStore(file, { idleTtlMs, busyTimeoutMs: 100 })
     await store.setLatest('s', 'k', 'old')
-    const holder = new Database(file)
-    holder.exec('BEGIN IMMEDIATE')
+    const holder = holdWriteLock(file)
     await rejectsWith(store.setLatest('s', 'k', 'new'), 'store_unavailable')
     holder.exec('ROLLBACK')
     holder.close()
@@ -301,8 +308,7 @@ describe('sqlite store', () => {
   test('a write lock held too long is store_unavailable (SQLITE_BUSY), and nothing is written', async () => {
     const file = freshPath()
     const store = openSqliteStore(file, { idleTtlMs, busyTimeoutMs: 200 })
-    const holder = new Database(file)
-    holder.exec('BEGIN IMMEDIATE')
+    const holder = holdWriteLock(file)
     const t0 = performance.now()
     await assert.rejects(
       store.claimIds('s', ['a']),
@@ -324,8 +330,7 @@ describe('sqlite store', () => {
       onLockWait: (ms, ok) => waits.push([ms, ok]),
     })
     await store.putIfAbsent('s', [['before', 'x']])
-    const holder = new Database(file)
-    holder.exec('BEGIN IMMEDIATE')
+    const holder = holdWriteLock(file)
     const t0 = performance.now()
     let settledAt: number | undefined
     const write = store.putIfAbsent('s', [['k', 'v']]).finally(() => {
@@ -338,7 +343,7 @@ describe('sqlite store', () => {
     assert.equal(settledAt, undefined, 'the write still waits')
     assert.ok(tick - t0 < 80, `a timer ran while it waited (${(tick - t0).toFixed(0)} ms)`)
     assert.deepEqual(await store.get('s', ['before']), ['x'], 'a read goes on meanwhile (WAL)')
-    await new Promise((resolve) => setTimeout(resolve, 60))
+    await sleep(60)
     holder.exec('COMMIT')
     assert.deepEqual(await write, ['v'])
     assert.ok(settledAt! - t0 >= 70, 'it got the lock once released')
@@ -355,13 +360,12 @@ describe('sqlite store', () => {
   test('writes that come while one waits for the lock commit with it, in order', async () => {
     const file = freshPath()
     const store = openSqliteStore(file, { idleTtlMs })
-    const holder = new Database(file)
-    holder.exec('BEGIN IMMEDIATE')
+    const holder = holdWriteLock(file)
     const first = store.claimIds('s', ['a', 'b'])
-    await new Promise((resolve) => setTimeout(resolve, 15))
+    await sleep(15)
     const second = store.claimIds('s', ['c'])
     const latest = store.setLatest('s', 'head', 'c')
-    await new Promise((resolve) => setTimeout(resolve, 15))
+    await sleep(15)
     holder.exec('ROLLBACK')
     assert.deepEqual(await first, [1, 2])
     assert.deepEqual(await second, [3])
@@ -374,10 +378,9 @@ describe('sqlite store', () => {
   test('a store closing while writes wait for the lock writes them before it closes', async () => {
     const file = freshPath()
     const store = openSqliteStore(file, { idleTtlMs })
-    const holder = new Database(file)
-    holder.exec('BEGIN IMMEDIATE')
+    const holder = holdWriteLock(file)
     const write = store.putIfAbsent('s', [['k', 'v']])
-    await new Promise((resolve) => setTimeout(resolve, 30))
+    await sleep(30)
     holder.exec('ROLLBACK')
     // Before the next try's timer: close takes the waiting writes itself.
     await store.close()
@@ -397,7 +400,7 @@ describe('sqlite store', () => {
     const random = prng(3)
     const calls: string[][] = []
     const results: number[][] = []
-    while (Date.now() < startMs) await new Promise((r) => setTimeout(r, 5))
+    while (Date.now() < startMs) await sleep(5)
     for (let i = 0; i < 300; i++) {
       const keys = Array.from({ length: 10 }, () => `key-${Math.floor(random() * 300)}`)
       calls.push(keys)
@@ -432,7 +435,7 @@ describe('checkpoints: when writes pause, or once the log holds enough', () => {
       checkpointIdleMs: 300,
       checkpointBytes: 16 * 1024 * 1024,
     })
-    const pause = () => new Promise((resolve) => setTimeout(resolve, 600))
+    const pause = () => sleep(600)
     try {
       const empty = statSync(file).size
       await write(store, 10)
