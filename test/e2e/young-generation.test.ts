@@ -21,14 +21,20 @@ async function answersHealth(url: string): Promise<void> {
 }
 
 test('the proxy runs with the young generation capped, in the process that was started', async () => {
-  const proxy = await startCli(['--port', '0', '--store', 'memory:', '--semi-space-mb', '8'])
-  try {
-    await answersHealth(proxy.url)
-    const args = commandLine(proxy.child.pid!)
-    if (canReplace) assert.ok(args.includes('--max-semi-space-size=8'), args.join(' '))
-    else assert.ok(!args.some((arg) => arg.startsWith('--max-semi-space-size')), args.join(' '))
-  } finally {
-    await stopCli(proxy)
+  // The default (16 MB a semi-space), and a size given.
+  for (const [flags, size] of [
+    [[], 16],
+    [['--semi-space-mb', '12'], 12],
+  ] as const) {
+    const proxy = await startCli(['--port', '0', '--store', 'memory:', ...flags])
+    try {
+      await answersHealth(proxy.url)
+      const args = commandLine(proxy.child.pid!)
+      if (canReplace) assert.ok(args.includes(`--max-semi-space-size=${size}`), args.join(' '))
+      else assert.ok(!args.some((arg) => arg.startsWith('--max-semi-space-size')), args.join(' '))
+    } finally {
+      await stopCli(proxy)
+    }
   }
 })
 
