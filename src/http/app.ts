@@ -13,6 +13,7 @@ import { AUTH_HEADER, sharedSecret } from './auth.js'
 import { dashboardHtml } from './dashboard.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
 import { readBody, sseStream, upstreamResponse } from './io.js'
+import { canDecode, contentCodings, decodeBody } from './request-encoding.js'
 
 export interface AppOptions {
   /** A header by which any client can say "this request starts with a summary". */
@@ -66,11 +67,35 @@ export function createApp(deps: AppDeps): Hono {
   // The three front doors: one pipeline, each wire format an adapter.
   for (const door of DOORS) {
     app.post('/v1' + door.path, async (c) => {
-      const { parsed, prefixes, ended } = await admitBody(door, c.req.raw.headers, deps)
+      const admitted = await admitBody(door, c.req.raw.headers, deps)
+      const { parsed, ended } = admitted
       // Nothing to do after most requests: no listener for them.
       if (ended) whenAnswered(c, ended)
+      const encoding = c.req.header('content-encoding')
+      const codings = contentCodings(encoding)
+      // A coded body's prefixes are digested once it is decoded, not as its bytes arrive.
+      const prefixes = codings.length === 0 ? admitted.prefixes : undefined
       try {
-        const rawBody = await readBody(c, deps.options.maxBodyBytes, prefixes)
+        const received = await readBody(c, deps.options.maxBodyBytes, prefixes)
+        const headers = upstreamHeaders(c.req.raw.headers)
+        if (!canDecode(codings)) {
+          warnOnce(deps, 'request-encoding-forwarded', encoding!, {
+            encoding,
+            hint: 'a body in a coding this node cannot undo goes upstream as it came, unshaped (zstd needs Node 22.15 or later)',
+          })
+          const response = await deps.upstream.send({
+            method: 'POST',
+            path: door.path,
+            headers: { ...headers, 'content-encoding': encoding! },
+            body: received,
+            signal: c.req.raw.signal,
+          })
+          return toResponse({ kind: 'upstream', response })
+        }
+        const rawBody =
+          codings.length === 0
+            ? received
+            : await decodeBody(received, codings, deps.options.maxBodyBytes)
         turnBegins()
         const reply = await handle(
           door,
@@ -78,7 +103,7 @@ export function createApp(deps: AppDeps): Hono {
             rawBody,
             clientHeaders: c.req.raw.headers,
             compactionSignal: c.req.header(deps.options.compactionHeader),
-            headers: upstreamHeaders(c.req.raw.headers),
+            headers,
             signal: c.req.raw.signal,
             prefixes,
             parsed,
@@ -98,8 +123,10 @@ export function createApp(deps: AppDeps): Hono {
     const url = new URL(c.req.url)
     const headers = upstreamHeaders(c.req.raw.headers)
     // Bytes pass through untouched here, compressed or not, so the client's choice stands.
-    const encoding = c.req.header('accept-encoding')
-    if (encoding) headers['accept-encoding'] = encoding
+    const accepted = c.req.header('accept-encoding')
+    if (accepted) headers['accept-encoding'] = accepted
+    const encoding = c.req.header('content-encoding')
+    if (encoding) headers['content-encoding'] = encoding
     const response = await deps.upstream.send({
       method: c.req.method,
       path: url.pathname.slice('/v1'.length) + url.search,
@@ -110,6 +137,19 @@ export function createApp(deps: AppDeps): Hono {
     return toResponse({ kind: 'upstream', response }, true)
   })
   return app
+}
+
+/** One warn line per process for each `key` (a coding, a tool): what it says holds for all. */
+function warnOnce(
+  deps: AppDeps,
+  event: string,
+  key: string,
+  fields: Record<string, unknown>,
+): void {
+  const memo = `${event}\u0000${key}`
+  if (deps.memos.warned.get(memo)) return
+  deps.memos.warned.set(memo, true)
+  deps.log.warn(event, fields)
 }
 
 /**

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
+import * as zlib from 'node:zlib'
 import { createLogger } from '../../src/log.js'
 import { createRecorder } from '../../src/record/recorder.js'
 import { runReplay } from '../../src/replay/command.js'
@@ -126,6 +127,118 @@ describe('the real Codex CLI through /v1/responses', () => {
     assert.equal(output.call_id, 'call_codex_1')
   })
 })
+
+/**
+ * Signed in with ChatGPT, Codex's built-in `openai` provider sends its Responses bodies as zstd
+ * (`enable_request_compression`, on by default): `openai_base_url` points it at the proxy. The
+ * sign-in is a made-up unsigned token (Codex reads its claims; only the real backend checks it).
+ */
+describe('the real Codex CLI signed in with ChatGPT: zstd request bodies', () => {
+  const canDecodeZstd = typeof (zlib as { zstdDecompress?: unknown }).zstdDecompress === 'function'
+
+  test(
+    canDecodeZstd
+      ? 'its zstd bodies are decoded, shaped (ids, recall) and sent plain'
+      : 'without zstd in this node, its bodies go upstream as they came',
+    async () => {
+      const binary = agentBinary('codex')
+      const home = mkdtempSync(join(tmpdir(), 'lembas-codex-chatgpt-'))
+      writeFileSync(join(home, 'auth.json'), JSON.stringify(chatGptSignIn()))
+      const upstream = await startFakeUpstream((request) => {
+        if (request.method !== 'POST' || !request.path.endsWith('/responses'))
+          return { json: { object: 'list', data: [] } }
+        const last = (request.json?.input as any[] | undefined)?.at(-1)
+        if (request.json && last?.type !== 'function_call_output') {
+          const call = shellCall(request.json.tools)
+          const output = [
+            {
+              type: 'function_call',
+              id: 'fc_1',
+              status: 'completed',
+              call_id: 'call_codex_1',
+              name: call.name,
+              arguments: JSON.stringify(call.args),
+            },
+          ]
+          return { sse: responsesEvents('resp_1', output), done: false }
+        }
+        const text = [{ type: 'output_text', text: 'Counted.', annotations: [] }]
+        const output = [
+          { type: 'message', id: 'msg_2', status: 'completed', role: 'assistant', content: text },
+        ]
+        return { sse: responsesEvents('resp_2', output), done: false }
+      })
+      const proxy = await startProxy({
+        upstreamUrl: upstream.url,
+        store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+      })
+      try {
+        const backend = upstream.url.replace(/\/v1$/, '/backend-api/')
+        const run = promisify(execFile)(
+          binary,
+          [
+            'exec',
+            '--skip-git-repo-check',
+            '--dangerously-bypass-approvals-and-sandbox',
+            '-c',
+            `openai_base_url="${proxy.url}/v1"`,
+            '-c',
+            `chatgpt_base_url="${backend}"`,
+            '-c',
+            'model="gpt-5-codex"',
+            'count to 600',
+          ],
+          { cwd: home, env: { ...process.env, CODEX_HOME: home }, timeout: 90_000 },
+        )
+        run.child.stdin?.end()
+        const { stdout } = await run
+        assert.match(stdout, /Counted\./)
+        const posts = upstream.requests.filter(
+          (r) => r.method === 'POST' && r.path.endsWith('/responses'),
+        )
+        assert.ok(posts.length > 0)
+        if (!canDecodeZstd) {
+          assert.ok(posts.every((r) => r.headers['content-encoding'] === 'zstd'))
+          return
+        }
+        assert.ok(posts.every((r) => r.headers['content-encoding'] === undefined && r.json))
+        const last = posts.at(-1)!.json
+        assert.ok(last.tools.some((tool: any) => tool.name === 'recall'))
+        const output = last.input.find((item: any) => item.type === 'function_call_output')
+        const text =
+          typeof output.output === 'string' ? output.output : JSON.stringify(output.output)
+        assert.match(text, /^\[#0001\]/)
+        assert.match(text, /lines elided, full output #0001\]/)
+        // Codex also tries a WebSocket (GET /v1/responses) first: only its POSTs carry input.
+        assert.deepEqual(inputPrefixViolations(posts), [])
+      } finally {
+        await proxy.close()
+        await upstream.close()
+        rmSync(home, { recursive: true, force: true })
+      }
+    },
+  )
+})
+
+/** A ChatGPT sign-in as Codex keeps it: unsigned tokens whose claims name a plan and account. */
+function chatGptSignIn(): Record<string, unknown> {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
+  const claims = {
+    email: 'test@example.com',
+    exp: 4_102_444_800,
+    'https://api.openai.com/auth': {
+      chatgpt_plan_type: 'plus',
+      chatgpt_account_id: 'acct_test',
+      chatgpt_user_id: 'user_test',
+    },
+  }
+  const token = `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.sig`
+  return {
+    OPENAI_API_KEY: null,
+    tokens: { id_token: token, access_token: token, refresh_token: 'rt', account_id: 'acct_test' },
+    last_refresh: new Date().toISOString(),
+  }
+}
 
 describe('the real Codex CLI: a working session through /v1/responses, with a workspace', () => {
   test('reads, re-reads, apply_patch, ls twice, seq and recall: ids, bracket, stub, diff, Same result as', async () => {
