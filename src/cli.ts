@@ -10,6 +10,7 @@ import { elideSettings, pipelineSettings } from './config/pipeline.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { guardConnections } from './http/guard.js'
+import { refuseUpgrades } from './http/upgrade.js'
 import { setHeapGrowth } from './http/heap-growth.js'
 import { capYoungGeneration } from './http/young-generation.js'
 import { collectWhenIdle } from './http/idle-collect.js'
@@ -226,6 +227,7 @@ async function run(config: Config, version: string): Promise<void> {
     else process.stdout.write(startLines(config, host, info.port))
   })
   guardConnections(server, guard, log)
+  refuseUpgrades(server)
   if (config.idleCollectMs > 0)
     collectWhenIdle(server as Server, { idleMs: config.idleCollectMs }, log)
   // With a shared secret, only clients that know it can use the upstream through us.

@@ -36,6 +36,12 @@ export const ProxySchema = z.strictObject({
     continue_within_ms: z.int().positive(),
     /** Request headers that carry an agent's session id, tried after --session-header. */
     headers: z.array(z.string().regex(/^[a-z0-9_-]+$/)),
+    /**
+     * Headers that name a session the body names too (Codex's `session-id`, Claude Code's
+     * `x-claude-code-session-id`): not its identity, which the body gives as ever, but where the
+     * fast path remembers it, so that many sessions of one key do not share one place.
+     */
+    affinity_headers: z.array(z.string().regex(/^[a-z0-9_-]+$/)),
     /** Body fields (dotted paths) that carry one. */
     body: z.array(z.string().min(1)),
     /** A session id inside the `user` field (routers fill it for Claude Code). */

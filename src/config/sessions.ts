@@ -10,6 +10,7 @@ export function sessionSources(
   const sessions = loop.proxy.sessions
   return {
     headers: [sessionHeader, ...sessions.headers.filter((name) => name !== sessionHeader)],
+    affinity: sessions.affinity_headers,
     body: sessions.body,
     userPattern: new RegExp(sessions.user_pattern),
     tenantPrefix,

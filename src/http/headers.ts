@@ -18,6 +18,14 @@ const REQUEST_HEADERS = new Set([
   'anthropic-beta',
   'http-referer',
   'x-title',
+  // The Codex CLI's own: its ChatGPT backend wants the account, and the session and thread
+  // it names (`session_id` in versions before 0.171).
+  'chatgpt-account-id',
+  'originator',
+  'session-id',
+  'session_id',
+  'thread-id',
+  'version',
 ])
 
 const RESPONSE_HEADERS = new Set([

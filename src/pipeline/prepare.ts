@@ -450,7 +450,8 @@ function checked(door: Door, json: unknown): Json {
 
 /**
  * Where a session's last request is remembered: known before the body is read, from the tenant
- * and the session header (sessions named in the body, or implicit ones, share a key per tenant).
+ * and the session header, or a header that only keeps sessions apart (sessions named in the body
+ * alone, or implicit ones, share a key per tenant).
  */
 export function spliceKey(
   door: Door,
@@ -458,6 +459,8 @@ export function spliceKey(
   sources: SessionSources,
   tenants?: Memo<string>,
 ): string {
-  const header = sources.headers.map((name) => headers.get(name)?.trim()).find((value) => value)
+  const header = [...sources.headers, ...sources.affinity]
+    .map((name) => headers.get(name)?.trim())
+    .find((value) => value)
   return door.name + '\u0000' + tenantOf(headers, tenants) + '\u0000' + (header ?? '')
 }

@@ -13,6 +13,8 @@ export interface Identity {
 /** Where agents put their session ids (loop.json proxy.sessions, --session-header first). */
 export interface SessionSources {
   readonly headers: readonly string[]
+  /** Headers that keep a session's fast-path memory apart, but do not name its scope. */
+  readonly affinity: readonly string[]
   readonly body: readonly string[]
   readonly userPattern: RegExp
   /** Put before every tenant: `--observe` keeps its shadow sessions apart from real ones. */

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
+import { connect } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { TestAgent } from '../helpers/agent.js'
@@ -48,6 +49,36 @@ describe('the lembas-proxy command', () => {
       const health = await fetch(running.url + '/healthz')
       assert.equal(health.status, 200)
       assert.equal(((await health.json()) as { ok: boolean }).ok, true)
+    } finally {
+      await stopCli(running)
+    }
+  })
+
+  test('a WebSocket upgrade is refused with 426 at once, and the next connection is served', async () => {
+    const running = await startCli([
+      '--port',
+      '0',
+      '--upstream',
+      upstream.url,
+      '--store',
+      'memory:',
+    ])
+    try {
+      const { port } = new URL(running.url)
+      const socket = connect(Number(port), '127.0.0.1')
+      socket.write(
+        'GET /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: Upgrade\r\n' +
+          'upgrade: websocket\r\nsec-websocket-version: 13\r\n' +
+          'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nauthorization: Bearer k\r\n\r\n',
+      )
+      let answer = ''
+      for await (const chunk of socket) answer += String(chunk)
+      assert.match(answer, /^HTTP\/1\.1 426 Upgrade Required\r\n/)
+      assert.match(answer, /"code":"websocket_unsupported"/)
+      const sent = upstream.requests.length
+      const health = await fetch(running.url + '/healthz')
+      assert.equal(health.status, 200)
+      assert.equal(upstream.requests.length, sent, 'the upgrade never reached the upstream')
     } finally {
       await stopCli(running)
     }

@@ -197,6 +197,14 @@ describe('the real Codex CLI signed in with ChatGPT: zstd request bodies', () =>
           (r) => r.method === 'POST' && r.path.endsWith('/responses'),
         )
         assert.ok(posts.length > 0)
+        // Its WebSocket attempt was refused by the proxy (426): it went over HTTP at once.
+        assert.deepEqual(
+          upstream.requests.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/responses')),
+          [],
+        )
+        // What the ChatGPT backend needs besides the token reaches it.
+        assert.ok(posts.every((r) => r.headers['chatgpt-account-id'] === 'acct_test'))
+        assert.ok(posts.every((r) => r.headers['originator'] && r.headers['session-id']))
         if (!canDecodeZstd) {
           assert.ok(posts.every((r) => r.headers['content-encoding'] === 'zstd'))
           return

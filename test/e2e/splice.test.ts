@@ -11,6 +11,7 @@ import { createLogger } from '../../src/log.js'
 import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { TestAgent } from '../helpers/agent.js'
+import { responsesDoor } from '../helpers/doors.js'
 import { chatChunks, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { scriptedModel } from '../helpers/model.js'
 import { chatWithResults, postChat, requestLines, startProxy } from '../helpers/proxy.js'
@@ -168,4 +169,74 @@ test('a remembered 1 MB session weighs kilobytes: spans of the client’s bytes,
       bodies[i]!.startsWith(bodies[i - 1]!.slice(0, bodies[i - 1]!.lastIndexOf(']'))),
       `request ${i + 1} repeats the history before it`,
     )
+})
+
+/**
+ * Codex names its session in the body (`prompt_cache_key`) and in a `session-id` header that is
+ * not a session source (its scope stays the body's): the header still keeps each session's
+ * fast-path memory apart. A key holds four sessions' states; six sessions of one key, their
+ * requests interleaved, all go on the fast path with it, and without it evict each other.
+ */
+test('sessions named in the body keep their fast path apart by their affinity header', async () => {
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  const upstream = await startFakeUpstream((request, n) =>
+    responsesDoor.respond(request, { text: 'ok' }, n),
+  )
+  const lines: string[] = []
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store,
+    log: createLogger('info', (line) => lines.push(line)),
+  })
+  const sessions = Array.from({ length: 6 }, (_, i) => `0199a1b2-0000-7000-8000-00000000000${i}`)
+  const input = (session: string, turns: number) => [
+    { type: 'message', role: 'user', content: `Task of ${session}.` },
+    ...Array.from({ length: turns }, (_, t) => [
+      {
+        type: 'function_call',
+        call_id: `call_${t}`,
+        name: 'shell',
+        arguments: JSON.stringify({ command: `seq ${t} 40` }),
+      },
+      {
+        type: 'function_call_output',
+        call_id: `call_${t}`,
+        output: Array.from({ length: 40 - t }, (_, k) => `${session} ${t + k}`).join('\n'),
+      },
+    ]).flat(),
+  ]
+  const spliced = async (affinity: boolean): Promise<number[]> => {
+    const from = lines.length
+    for (let turns = 1; turns <= 3; turns++)
+      for (const session of sessions) {
+        const response = await fetch(`${proxy.url}/v1/responses`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer one-key',
+            ...(affinity ? { 'session-id': session } : {}),
+          },
+          body: JSON.stringify({
+            model: 'm',
+            instructions: 'You are Codex.',
+            tools: [{ type: 'function', name: 'shell', parameters: { type: 'object' } }],
+            input: input(affinity ? session : `${session}-plain`, turns),
+            prompt_cache_key: affinity ? session : `${session}-plain`,
+          }),
+        })
+        assert.equal(response.status, 200)
+        await response.text()
+      }
+    return requestLines(lines.slice(from)).map((event) => event.spliced)
+  }
+  try {
+    const apart = await spliced(true)
+    assert.deepEqual(apart.slice(sessions.length), Array(2 * sessions.length).fill(1), `${apart}`)
+    const shared = await spliced(false)
+    assert.ok(shared.slice(sessions.length).includes(0), `one key's four states: ${shared}`)
+  } finally {
+    await proxy.close()
+    await upstream.close()
+    await store.close()
+  }
 })

@@ -6,6 +6,7 @@ import { elideSettings, pipelineSettings } from '../../src/config/pipeline.js'
 import { SpliceCache } from '../../src/pipeline/splice.js'
 import type { StateRestore } from '../../src/pipeline/state-saves.js'
 import { createApp } from '../../src/http/app.js'
+import { refuseUpgrades } from '../../src/http/upgrade.js'
 import type { ElideSettings } from '../../src/pipeline/elide.js'
 import type { Recorder } from '../../src/pipeline/handle.js'
 import { silentLogger, type Logger } from '../../src/log.js'
@@ -92,6 +93,7 @@ export async function startProxy(options: {
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s))
   })
+  refuseUpgrades(server)
   const { port } = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${port}`,

@@ -20,6 +20,11 @@ describe('requestHeadersForUpstream', () => {
       'x-title': 'my agent',
       'x-stainless-lang': 'js',
       'x-session-id': 'abc',
+      'chatgpt-account-id': 'acct-1',
+      originator: 'codex_exec',
+      'session-id': 's-1',
+      'thread-id': 't-1',
+      version: '0.171.0',
     })
     assert.deepEqual(forwarded, {
       authorization: 'Bearer sk-test',
@@ -37,6 +42,11 @@ describe('requestHeadersForUpstream', () => {
       'x-title': 'my agent',
       'x-stainless-lang': 'js',
       'x-session-id': 'abc',
+      'chatgpt-account-id': 'acct-1',
+      originator: 'codex_exec',
+      'session-id': 's-1',
+      'thread-id': 't-1',
+      version: '0.171.0',
     })
   })
 
