@@ -101,6 +101,7 @@ export function createApp(deps: AppDeps): Hono {
           door,
           {
             rawBody,
+            coded: codings.length === 0 ? undefined : { bytes: received, encoding: encoding! },
             clientHeaders: c.req.raw.headers,
             compactionSignal: c.req.header(deps.options.compactionHeader),
             headers,

@@ -65,8 +65,13 @@ export type Reply =
     }
 
 export interface RequestInput {
-  /** The client's body, as it came. */
+  /** The client's body, as it came (decoded, when it came compressed). */
   readonly rawBody: Buffer
+  /**
+   * The body as the client sent it, when it came compressed, and its `Content-Encoding`: what
+   * goes upstream where the client's own bytes go (no tools, `--observe`).
+   */
+  readonly coded?: { readonly bytes: Buffer; readonly encoding: string } | undefined
   /** The client's headers: identity, session and compaction signals. */
   readonly clientHeaders: Headers
   /** The headers that go upstream (allowlisted). */
@@ -228,11 +233,16 @@ async function run(
     if (prepared.kind === 'rebuilt') observed(deps, seen, door, input, prepared)
     else seen.messages = itemCount(prepared.request, door)
     // No tools (nothing to shape, no recall to offer), or observing: the client's bytes go.
+    const coded = input.coded
     const response = await deps.upstream.send({
       method: 'POST',
       path: door.path,
-      headers: { ...input.headers, 'content-type': 'application/json' },
-      body: input.rawBody,
+      headers: {
+        ...input.headers,
+        'content-type': 'application/json',
+        ...(coded ? { 'content-encoding': coded.encoding } : {}),
+      },
+      body: coded?.bytes ?? input.rawBody,
       signal: input.signal,
     })
     if (prepared.kind === 'plain' || response.status !== 200) return { kind: 'upstream', response }

@@ -205,6 +205,31 @@ describe('compressed request bodies', () => {
     })
   }
 
+  test('where the client’s own bytes go (no tools, --observe), they go coded, as they came', async () => {
+    const observer = await startProxy({ upstreamUrl: upstream.url, store, observe: true })
+    try {
+      for (const [url, request] of [
+        [proxy.url, { model: 'm', messages: [{ role: 'user', content: 'no tools' }] }],
+        [observer.url, body('chat', [LISTING])],
+      ] as const) {
+        const sent = upstream.requests.length
+        const bytes = zlib.gzipSync(Buffer.from(JSON.stringify(request)))
+        const response = await fetch(url + '/v1/chat/completions', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+          body: bytes,
+        })
+        assert.equal(response.status, 200)
+        await response.text()
+        const [forwarded] = upstream.requests.slice(sent)
+        assert.equal(forwarded!.headers['content-encoding'], 'gzip')
+        assert.equal(forwarded!.body, bytes.toString(), 'the bytes as the client sent them')
+      }
+    } finally {
+      await observer.close()
+    }
+  })
+
   test('a coded body to a route the proxy only forwards keeps its coding', async () => {
     const sent = upstream.requests.length
     const bytes = zlib.gzipSync(Buffer.from(JSON.stringify({ model: 'm', input: 'compact me' })))
