@@ -30,15 +30,11 @@ describe('the lembas-proxy command', () => {
     rmSync(project, { recursive: true, force: true })
   })
 
+  /** The proxy in front of the fake upstream, on a free port, with a memory store. */
+  const plainFlags = () => ['--port', '0', '--upstream', upstream.url, '--store', 'memory:']
+
   test('prints its listening line and answers healthz', async () => {
-    const running = await startCli([
-      '--port',
-      '0',
-      '--upstream',
-      upstream.url,
-      '--store',
-      'memory:',
-    ])
+    const running = await startCli(plainFlags())
     try {
       assert.match(
         running.stdout,
@@ -55,14 +51,7 @@ describe('the lembas-proxy command', () => {
   })
 
   test('a WebSocket upgrade is refused with 426 at once, and the next connection is served', async () => {
-    const running = await startCli([
-      '--port',
-      '0',
-      '--upstream',
-      upstream.url,
-      '--store',
-      'memory:',
-    ])
+    const running = await startCli(plainFlags())
     try {
       const { port } = new URL(running.url)
       const socket = connect(Number(port), '127.0.0.1')
@@ -108,7 +97,7 @@ describe('the lembas-proxy command', () => {
       }
       upstream.requests.length = 0
     }
-    const flags = ['--port', '0', '--upstream', upstream.url, '--store', 'memory:']
+    const flags = plainFlags()
     const env = { LEMBAS_LOG_LEVEL: 'info' }
     const on = await startCli([...flags, '--idle-collect-ms', '200'], env)
     const off = await startCli([...flags, '--idle-collect-ms', '0'], env)

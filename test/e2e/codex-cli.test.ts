@@ -15,6 +15,7 @@ import { createStore } from '../../src/store/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import {
   startFakeUpstream,
+  type FakeResponse,
   type FakeUpstream,
   type RecordedRequest,
 } from '../helpers/fake-upstream.js'
@@ -36,6 +37,31 @@ function shellCall(tools: any[]): { name: string; args: Record<string, unknown> 
   if (names.has('exec_command')) return { name: 'exec_command', args: { cmd: 'seq 1 600' } }
   if (names.has('shell_command')) return { name: 'shell_command', args: { command: 'seq 1 600' } }
   return { name: 'shell', args: { command: ['bash', '-lc', 'seq 1 600'] } }
+}
+
+/** The fake model's first answer: one call of Codex's shell tool, counting to 600. */
+function shellCallAnswer(tools: any[]): FakeResponse {
+  const call = shellCall(tools)
+  const output = [
+    {
+      type: 'function_call',
+      id: 'fc_1',
+      status: 'completed',
+      call_id: 'call_codex_1',
+      name: call.name,
+      arguments: JSON.stringify(call.args),
+    },
+  ]
+  return { sse: responsesEvents('resp_1', output), done: false }
+}
+
+/** Its answer once the count is in. */
+function countedAnswer(): FakeResponse {
+  const text = [{ type: 'output_text', text: 'Counted.', annotations: [] }]
+  const output = [
+    { type: 'message', id: 'msg_2', status: 'completed', role: 'assistant', content: text },
+  ]
+  return { sse: responsesEvents('resp_2', output), done: false }
 }
 
 describe('the real Codex CLI through /v1/responses', () => {
@@ -65,30 +91,8 @@ describe('the real Codex CLI through /v1/responses', () => {
         ]
         return { sse: responsesEvents('resp_r', output), done: false }
       }
-      if (last?.type === 'function_call_output') {
-        const output = [
-          {
-            type: 'message',
-            id: 'msg_2',
-            status: 'completed',
-            role: 'assistant',
-            content: [{ type: 'output_text', text: 'Counted.', annotations: [] }],
-          },
-        ]
-        return { sse: responsesEvents('resp_2', output), done: false }
-      }
-      const call = shellCall(request.json.tools)
-      const output = [
-        {
-          type: 'function_call',
-          id: 'fc_1',
-          status: 'completed',
-          call_id: 'call_codex_1',
-          name: call.name,
-          arguments: JSON.stringify(call.args),
-        },
-      ]
-      return { sse: responsesEvents('resp_1', output), done: false }
+      if (last?.type === 'function_call_output') return countedAnswer()
+      return shellCallAnswer(request.json.tools)
     })
     proxy = await startProxy({
       upstreamUrl: upstream.url,
@@ -148,25 +152,10 @@ describe('the real Codex CLI signed in with ChatGPT: zstd request bodies', () =>
         if (request.method !== 'POST' || !request.path.endsWith('/responses'))
           return { json: { object: 'list', data: [] } }
         const last = (request.json?.input as any[] | undefined)?.at(-1)
-        if (request.json && last?.type !== 'function_call_output') {
-          const call = shellCall(request.json.tools)
-          const output = [
-            {
-              type: 'function_call',
-              id: 'fc_1',
-              status: 'completed',
-              call_id: 'call_codex_1',
-              name: call.name,
-              arguments: JSON.stringify(call.args),
-            },
-          ]
-          return { sse: responsesEvents('resp_1', output), done: false }
-        }
-        const text = [{ type: 'output_text', text: 'Counted.', annotations: [] }]
-        const output = [
-          { type: 'message', id: 'msg_2', status: 'completed', role: 'assistant', content: text },
-        ]
-        return { sse: responsesEvents('resp_2', output), done: false }
+        // A body the fake cannot read (zstd passed through on Node 20) is answered as the last.
+        if (request.json && last?.type !== 'function_call_output')
+          return shellCallAnswer(request.json.tools)
+        return countedAnswer()
       })
       const proxy = await startProxy({
         upstreamUrl: upstream.url,
