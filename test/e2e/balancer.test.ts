@@ -9,13 +9,13 @@ import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { connect, createServer } from 'node:net'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { packageRoot } from '../../src/config/loop.js'
 import { shortHash } from '../../src/session/identity.js'
-import { startCli, stopCli, type Running } from '../helpers/cli.js'
+import { startCli, stopCli, upgradeAnswer, type Running } from '../helpers/cli.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
 import { postChat } from '../helpers/proxy.js'
 import { startRedis } from '../helpers/redis-server.js'
@@ -221,13 +221,5 @@ test('nginx keeps each session on one replica, so it goes on the fast way; a sto
   assert.equal(after[0]!.newResults, 1, 'from the shared store: only the new result is new')
 
   // A WebSocket upgrade (Codex tries one first) is refused at nginx as a replica refuses it.
-  const socket = connect(Number(new URL(nginx.url).port), '127.0.0.1')
-  socket.write(
-    'GET /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: Upgrade\r\n' +
-      'upgrade: websocket\r\nsec-websocket-version: 13\r\n' +
-      'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
-  )
-  let answer = ''
-  for await (const chunk of socket) answer += String(chunk)
-  assert.match(answer, /^HTTP\/1\.1 426 /)
+  assert.match(await upgradeAnswer(nginx.url), /^HTTP\/1\.1 426 /)
 })

@@ -4,13 +4,12 @@
  */
 import assert from 'node:assert/strict'
 import { rmSync } from 'node:fs'
-import { connect } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { TestAgent } from '../helpers/agent.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
-import { startCli, stopCli } from '../helpers/cli.js'
+import { startCli, stopCli, upgradeAnswer } from '../helpers/cli.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { makeProject } from '../helpers/workspace.js'
 import { join } from 'node:path'
@@ -53,15 +52,7 @@ describe('the lembas-proxy command', () => {
   test('a WebSocket upgrade is refused with 426 at once, and the next connection is served', async () => {
     const running = await startCli(plainFlags())
     try {
-      const { port } = new URL(running.url)
-      const socket = connect(Number(port), '127.0.0.1')
-      socket.write(
-        'GET /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: Upgrade\r\n' +
-          'upgrade: websocket\r\nsec-websocket-version: 13\r\n' +
-          'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nauthorization: Bearer k\r\n\r\n',
-      )
-      let answer = ''
-      for await (const chunk of socket) answer += String(chunk)
+      const answer = await upgradeAnswer(running.url)
       assert.match(answer, /^HTTP\/1\.1 426 Upgrade Required\r\n/)
       assert.match(answer, /"code":"websocket_unsupported"/)
       const sent = upstream.requests.length

@@ -1,6 +1,7 @@
 /** The real command line as a user starts it: `lembas-proxy` in a child process. */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { connect } from 'node:net'
 import { packageRoot } from '../../src/config/loop.js'
 
 export interface Running {
@@ -64,4 +65,17 @@ export function startProxyCli(
   more: string[] = [],
 ): Promise<Running> {
   return startCli(['--port', '0', '--upstream', upstream, '--store', store, ...more])
+}
+
+/** What a server at `url` answers a WebSocket upgrade of `/v1/responses` (as Codex sends it). */
+export async function upgradeAnswer(url: string): Promise<string> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1')
+  socket.write(
+    'GET /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: Upgrade\r\n' +
+      'upgrade: websocket\r\nsec-websocket-version: 13\r\n' +
+      'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nauthorization: Bearer k\r\n\r\n',
+  )
+  let answer = ''
+  for await (const chunk of socket) answer += String(chunk)
+  return answer
 }
