@@ -1,3 +1,5 @@
+import type { Memo } from './memo.js'
+
 /** One JSON line per event on stderr. Never given secrets: callers pass ids and counts only. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
 
@@ -25,3 +27,20 @@ export function createLogger(
 }
 
 export const silentLogger: Logger = createLogger('silent')
+
+/**
+ * One warn line per process for each `key` of `event` (a tool, a content coding): what it says
+ * holds for every request like it. `warned` remembers the keys, within its bound.
+ */
+export function warnOnce(
+  log: Logger,
+  warned: Memo<true>,
+  event: string,
+  key: string,
+  fields: Record<string, unknown>,
+): void {
+  const seen = `${event}\u0000${key}`
+  if (warned.get(seen)) return
+  warned.set(seen, true)
+  log.warn(event, fields)
+}

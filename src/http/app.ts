@@ -4,7 +4,7 @@ import { Hono, type Context } from 'hono'
 import { DOORS } from '../doors/index.js'
 import type { Door, Json } from '../pipeline/door.js'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
-import type { Logger } from '../log.js'
+import { warnOnce, type Logger } from '../log.js'
 import { admitBody } from '../pipeline/admission.js'
 import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { turnBegins } from '../pace/index.js'
@@ -79,7 +79,7 @@ export function createApp(deps: AppDeps): Hono {
         const received = await readBody(c, deps.options.maxBodyBytes, prefixes)
         const headers = upstreamHeaders(c.req.raw.headers)
         if (!canDecode(codings)) {
-          warnOnce(deps, 'request-encoding-forwarded', encoding!, {
+          warnOnce(deps.log, deps.memos.warned, 'request-encoding-forwarded', encoding!, {
             encoding,
             hint: 'a body in a coding this node cannot undo goes upstream as it came, unshaped (zstd needs Node 22.15 or later)',
           })
@@ -138,19 +138,6 @@ export function createApp(deps: AppDeps): Hono {
     return toResponse({ kind: 'upstream', response }, true)
   })
   return app
-}
-
-/** One warn line per process for each `key` (a coding, a tool): what it says holds for all. */
-function warnOnce(
-  deps: AppDeps,
-  event: string,
-  key: string,
-  fields: Record<string, unknown>,
-): void {
-  const memo = `${event}\u0000${key}`
-  if (deps.memos.warned.get(memo)) return
-  deps.memos.warned.set(memo, true)
-  deps.log.warn(event, fields)
 }
 
 /**

@@ -1,5 +1,5 @@
 import { LembasError } from '../errors.js'
-import type { Logger } from '../log.js'
+import { warnOnce, type Logger } from '../log.js'
 import type { Memo } from '../memo.js'
 import { upstreamUsage, type Meter, type RebuildCounts, type StatsSink } from '../stats/index.js'
 import { isAbortError } from '../upstream/index.js'
@@ -135,11 +135,8 @@ async function* untilEnd(events: AsyncGenerator<string>, done: () => void): Asyn
 
 /** A known tool answered unlike its profile: one warn line per tool and process, no content. */
 function warnDrift(log: Logger, warned: Memo<true>, rebuild: RebuildCounts | undefined): void {
-  for (const { tool, expected } of rebuild?.unrecognised ?? []) {
-    if (warned.get(tool)) continue
-    warned.set(tool, true)
-    log.warn('unrecognised-result', { tool, expected })
-  }
+  for (const { tool, expected } of rebuild?.unrecognised ?? [])
+    warnOnce(log, warned, 'unrecognised-result', tool, { tool, expected })
 }
 
 /** The request's one info line, and its record in the stats. Counts and ids only. */

@@ -4,7 +4,13 @@ import { LembasError } from '../errors.js'
 import type { Memo } from '../memo.js'
 import type { AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
-import { explicitScope, identify, tenantOf, type SessionSources } from '../session/identity.js'
+import {
+  explicitScope,
+  firstHeader,
+  identify,
+  tenantOf,
+  type SessionSources,
+} from '../session/identity.js'
 import { arraySpan, arrayTail } from '../wire/json-scan.js'
 import { pacer } from '../pace/index.js'
 import { framing, piecesBytes, type UpstreamBody } from './body.js'
@@ -459,8 +465,6 @@ export function spliceKey(
   sources: SessionSources,
   tenants?: Memo<string>,
 ): string {
-  const header = [...sources.headers, ...sources.affinity]
-    .map((name) => headers.get(name)?.trim())
-    .find((value) => value)
+  const header = firstHeader(headers, sources.headers) ?? firstHeader(headers, sources.affinity)
   return door.name + '\u0000' + tenantOf(headers, tenants) + '\u0000' + (header ?? '')
 }

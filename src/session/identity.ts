@@ -62,10 +62,8 @@ export function identify(
   tenants?: Memo<string>,
 ): Identity {
   const tenant = (sources.tenantPrefix ?? '') + tenantOf(headers, tenants)
-  for (const name of sources.headers) {
-    const value = headers.get(name)?.trim()
-    if (value) return { tenant, explicit: 'h:' + value }
-  }
+  const named = firstHeader(headers, sources.headers)
+  if (named) return { tenant, explicit: 'h:' + named }
   for (const path of sources.body) {
     const value = dotted(body, path)
     if (typeof value === 'string' && value.trim() !== '')
@@ -77,6 +75,15 @@ export function identify(
     if (match?.[1]) return { tenant, explicit: 'u:' + match[1].toLowerCase() }
   }
   return { tenant }
+}
+
+/** The value of the first of `names` the request sends, trimmed, unless empty. */
+export function firstHeader(headers: Headers, names: readonly string[]): string | undefined {
+  for (const name of names) {
+    const value = headers.get(name)?.trim()
+    if (value) return value
+  }
+  return undefined
 }
 
 function dotted(value: unknown, path: string): unknown {
