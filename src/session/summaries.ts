@@ -13,15 +13,31 @@ export function summaryIndices(
   const found = new Set<number>()
   if (signalled !== undefined && signalled >= 0 && signalled < messages.length) found.add(signalled)
   messages.forEach((message, index) => {
-    const marker = markers.find(
-      (m) => m.role === message.role && m.pattern.test(contentText(message.content)),
-    )
+    const marker = markers.find((m) => marks(m, message))
     if (!marker) return
     const at =
       marker.summary === 'next' ? index + 1 : marker.summary === 'previous' ? index - 1 : index
     if (at >= 0 && at < messages.length) found.add(at)
   })
   return [...found].sort((a, b) => a - b)
+}
+
+/**
+ * Whether a message is a marker's: by its whole text or by one of its text parts, since an agent
+ * may put parts of its own before the summary (Claude Code's automatic compaction starts its
+ * summary message with a `<system-reminder>` part giving the date).
+ */
+function marks(marker: CompactionMarker, message: ChatMessage): boolean {
+  if (marker.role !== message.role) return false
+  const content = message.content
+  if (marker.pattern.test(contentText(content))) return true
+  return (
+    Array.isArray(content) &&
+    content.some(
+      (part) =>
+        part.type === 'text' && typeof part.text === 'string' && marker.pattern.test(part.text),
+    )
+  )
 }
 
 /**

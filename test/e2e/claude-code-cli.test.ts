@@ -443,3 +443,181 @@ describe(`${pkg.name}@${pkg.version} with --elide, run for real through /v1/mess
 
 const STAND_IN = / Elided; recall shows it\.$/
 const LINE = 'line %g of a long output'
+
+/** Claude Code's summary, as the model writes it (the CLI keeps the <summary> part). */
+const SUMMARY_ANSWER =
+  '<analysis>\nRead a file and printed another.\n</analysis>\n\n<summary>\n' +
+  '1. Primary Request and Intent:\n   Work through the task.\n\n9. Optional Next Step:\n   Finish.\n' +
+  '</summary>'
+const TOO_LONG = JSON.stringify({
+  type: 'error',
+  error: {
+    type: 'invalid_request_error',
+    message: 'prompt is too long: 205000 tokens > 200000 maximum',
+  },
+})
+const AFTER_COMPACTION = 'Went on after the summary.'
+const FINISHED = 'Finished after /compact.'
+
+/** A Messages request's messages as texts (a message's text blocks joined). */
+const messageTexts = (json: any): string[] =>
+  json.messages.map((m: any) =>
+    typeof m.content === 'string'
+      ? m.content
+      : m.content.map((b: any) => (b.type === 'text' ? b.text : '')).join('\n'),
+  )
+
+/**
+ * Claude Code compacts in two ways: by itself when the API answers "prompt is too long" (its
+ * default; the summary then comes as a text part after a date reminder, with the last round kept
+ * verbatim after it), and on `/compact` (the summary a string). Each summary the proxy sees gets
+ * the table of the files read before it.
+ */
+describe(`${pkg.name}@${pkg.version} compacting, run for real through /v1/messages`, () => {
+  test(
+    'after "prompt is too long" and after /compact: the table follows the summary, ids go on',
+    { timeout: 3 * RUN_TIMEOUT_MS },
+    async () => {
+      const binary = agentBinary('claude')
+      const project = makeLiveProject('claude')
+      const readme = join(project.root, 'README.md')
+      const stop = new AbortController()
+      const main: RecordedRequest[] = []
+      const summaries: RecordedRequest[] = []
+      let refused = false
+      const fake = await startFakeUpstream((request, index) => {
+        const side = claudeSideAnswer(request)
+        if (side) return side
+        const json = request.json
+        const texts = messageTexts(json)
+        const say = (content: Block[]) => claudeAnswer(request, content, index)
+        if (texts.at(-1)!.includes('create a detailed summary of the conversation')) {
+          summaries.push(request)
+          return say([{ type: 'text', text: SUMMARY_ANSWER }])
+        }
+        if (!isMain(json)) return say([{ type: 'text', text: 'Side answer.' }])
+        main.push(request)
+        const call = (name: string, input: Record<string, unknown>): Block[] => [
+          { type: 'text', text: `Step ${main.length}.` },
+          { type: 'tool_use', id: `toolu_compact_${main.length}`, name, input },
+        ]
+        switch (main.length) {
+          case 1:
+            return say(call('Read', { file_path: project.util }))
+          case 2:
+            return say(call('Bash', { command: `cat ${readme}`, description: 'print it' }))
+          case 3:
+            refused = true
+            return { status: 400, body: TOO_LONG, headers: { 'content-type': 'application/json' } }
+          case 4:
+            return say(call('Read', { file_path: project.big }))
+          case 5:
+            return say([{ type: 'text', text: AFTER_COMPACTION }])
+          default:
+            return say([{ type: 'text', text: FINISHED }])
+        }
+      })
+      // The refusal is the test's own; any other answer but a 200 stops the run.
+      const rig = await liveProxy(
+        project,
+        fake,
+        {},
+        {
+          onAnswer: (exchange) => {
+            if (exchange.status !== 200 && !exchange.response.includes('prompt is too long'))
+              stopOnFailure(stop)(exchange)
+          },
+        },
+      )
+      const claude = (...args: string[]) =>
+        runAgent(
+          binary,
+          [
+            ...args,
+            '--model',
+            'claude-sonnet-4-5',
+            '--output-format',
+            'json',
+            '--dangerously-skip-permissions',
+          ],
+          {
+            cwd: project.root,
+            env: claudeCodeEnv(project.home, rig.tap.url),
+            timeoutMs: RUN_TIMEOUT_MS,
+            stop: stop.signal,
+          },
+        )
+      try {
+        const first = await claude('-p', 'Work through the task.')
+        assert.equal(first.code, 0, describeRun(first))
+        assert.ok(first.stdout.includes(AFTER_COMPACTION), describeRun(first))
+        assert.ok(refused)
+        assert.equal(summaries.length, 1)
+        assert.equal(main.length, 5, describeRun(first))
+        const sessionId = JSON.parse(first.stdout).session_id
+        // The summary request carries the history with its ids.
+        assert.match(JSON.stringify(summaries[0]!.json.messages), /\[#0001 /)
+        // The request after it: the summary in a text part after the date reminder, the table
+        // after the summary, naming the read it covers.
+        const after = main[3]!.json
+        const summaryMessage = after.messages[0]
+        assert.ok(
+          Array.isArray(summaryMessage.content),
+          JSON.stringify(summaryMessage).slice(0, 300),
+        )
+        const parts = summaryMessage.content.map((b: any) => b.text ?? '')
+        const at = parts.findIndex((t: string) => t.startsWith('This session is being continued'))
+        assert.ok(at >= 1, parts.map((t: string) => t.slice(0, 60)).join('\n'))
+        assert.match(parts[0], /^<system-reminder>/)
+        const table = parts[at + 1]
+        assert.match(table ?? '', /^## Files read before this summary\n/, parts.join('\n---\n'))
+        assert.ok(
+          table.includes(`| ${project.util} | 1-7 of 7 | ${sha8(project.util)} | #0001 |`),
+          table,
+        )
+        // Not the kept round's cat: the summary does not cover it.
+        assert.ok(!table.includes(readme), table)
+        // Ids go on: the kept result (the CLI appended its own re-reads to it) and the read
+        // after the summary, in full, are new results.
+        const later = results(main[4]!.json).map(resultText)
+        assert.match(later[0]!, new RegExp(`^\\[#0003 ${readme} lines 1-2 of 2 sha `))
+        assert.match(
+          later[1]!,
+          new RegExp(`^\\[#0004 ${project.big} lines 1-301 of 301 sha [0-9a-f]{8}\\]\\n1\\t`),
+        )
+        // The next request carries the summary, its table and the kept round byte for byte
+        // (the CLI moves its cache marker off the round's last part).
+        const kept = JSON.stringify(after.messages.slice(0, 2)).slice(0, -1)
+        assert.ok(
+          main[4]!.body.includes(
+            kept + ',{"role":"user","content":[' + JSON.stringify(after.messages[2].content[0]),
+          ),
+        )
+
+        const compact = await claude('-p', '/compact', '--resume', sessionId)
+        assert.equal(compact.code, 0, describeRun(compact))
+        assert.equal(summaries.length, 2)
+        const last = await claude('-p', 'Now finish the task.', '--resume', sessionId)
+        assert.equal(last.code, 0, describeRun(last))
+        assert.ok(last.stdout.includes(FINISHED), describeRun(last))
+        // After /compact the summary is a string; its table names the reads since the first
+        // summary, not the one that summary covered.
+        const resumed = main.at(-1)!.json.messages[0].content
+        assert.equal(typeof resumed, 'string')
+        assert.match(resumed, /^This session is being continued /)
+        const second = resumed.slice(resumed.indexOf('\n\n## Files read before this summary\n') + 2)
+        assert.match(second, /^## Files read before this summary\n/)
+        assert.ok(
+          second.endsWith(
+            `| ${readme} | 1-2 of 2 | ${sha8(readme)} | #0003 |\n` +
+              `| ${project.big} | 1-301 of 301 | ${sha8(project.big)} | #0004 |\n`,
+          ),
+          second,
+        )
+        assert.ok(!second.includes('#0001'), second)
+      } finally {
+        await rig.close()
+      }
+    },
+  )
+})

@@ -50,5 +50,13 @@ export const qwenCode = defineProfile({
     /^\[Old tool result content cleared\]/,
     /^\[Old inline media cleared/,
   ],
-  compaction: [{ role: 'user', pattern: /^<state_snapshot>[\s\S]*<\/state_snapshot>/ }],
+  // The snapshot starts the summary's part, unless the model wrote a line before it: then the
+  // sentence the CLI puts after every snapshot (0.24.4) finds it.
+  compaction: [
+    {
+      role: 'user',
+      pattern:
+        /^<state_snapshot>[\s\S]*<\/state_snapshot>|<\/state_snapshot>\s*Resume the prior task using the summary above\./,
+    },
+  ],
 })
