@@ -19,6 +19,9 @@ import {
   describeRun,
   isolatedEnv,
   makeLiveProject,
+  openaiCompatibleConfig,
+  opencodeCommand,
+  qwenFlags,
   requireRipgrep,
   runAgent,
   type AgentName,
@@ -50,31 +53,6 @@ interface AgentSetup {
 
 const toolNames = (json: any): string[] => (json?.tools ?? []).map((t: any) => t?.function?.name)
 
-/** opencode's (and Kilo's) config: one OpenAI-compatible provider at the proxy, all allowed. */
-function openaiCompatibleConfig(baseUrl: string): object {
-  return {
-    autoupdate: false,
-    share: 'disabled',
-    model: 'live/live-model',
-    small_model: 'live/live-model',
-    permission: { edit: 'allow', bash: 'allow', webfetch: 'allow', external_directory: 'allow' },
-    provider: {
-      live: {
-        npm: '@ai-sdk/openai-compatible',
-        name: 'Live test',
-        options: { baseURL: baseUrl, apiKey: 'live-key' },
-        models: {
-          'live-model': {
-            name: 'Live Model',
-            tool_call: true,
-            limit: { context: 200000, output: 8192 },
-          },
-        },
-      },
-    },
-  }
-}
-
 const SETUPS: AgentSetup[] = [
   {
     agent: 'qwen',
@@ -83,18 +61,7 @@ const SETUPS: AgentSetup[] = [
       toolNames(json).includes('read_file') && toolNames(json).includes('tool_search'),
     store: () => 'memory:',
     command: (baseUrl, project) => ({
-      args: [
-        '--auth-type',
-        'openai',
-        '--openai-base-url',
-        baseUrl,
-        '--openai-api-key',
-        'live-key',
-        '-m',
-        'live-model',
-        '--yolo',
-        TASK,
-      ],
+      args: [...qwenFlags(baseUrl), TASK],
       env: isolatedEnv(project.home),
     }),
   },
@@ -105,20 +72,7 @@ const SETUPS: AgentSetup[] = [
     store: (dir) => `sqlite:${join(dir, 'store.db')}`,
     // The header opencode sends with its session id, as the README advises.
     sessionHeader: 'x-session-affinity',
-    command: (baseUrl, project) => {
-      const config = join(project.home, 'opencode.json')
-      writeFileSync(config, JSON.stringify(openaiCompatibleConfig(baseUrl)))
-      return {
-        args: ['run', '--print-logs', '--log-level', 'WARN', '--auto', TASK],
-        env: isolatedEnv(project.home, {
-          OPENCODE_CONFIG: config,
-          OPENCODE_DISABLE_MODELS_FETCH: '1',
-          OPENCODE_DISABLE_AUTOUPDATE: '1',
-          OPENCODE_DISABLE_SHARE: '1',
-          OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
-        }),
-      }
-    },
+    command: (baseUrl, project) => opencodeCommand(baseUrl, project, TASK),
   },
   {
     agent: 'kilo',

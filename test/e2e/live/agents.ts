@@ -198,6 +198,66 @@ export function isolatedEnv(
   }
 }
 
+/** opencode's (and Kilo's) config: one OpenAI-compatible provider at the proxy, all allowed. */
+export function openaiCompatibleConfig(baseUrl: string): object {
+  return {
+    autoupdate: false,
+    share: 'disabled',
+    model: 'live/live-model',
+    small_model: 'live/live-model',
+    permission: { edit: 'allow', bash: 'allow', webfetch: 'allow', external_directory: 'allow' },
+    provider: {
+      live: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'Live test',
+        options: { baseURL: baseUrl, apiKey: 'live-key' },
+        models: {
+          'live-model': {
+            name: 'Live Model',
+            tool_call: true,
+            limit: { context: 200000, output: 8192 },
+          },
+        },
+      },
+    },
+  }
+}
+
+/** `opencode run` headless on one task, its config (above) written into the scratch home. */
+export function opencodeCommand(
+  baseUrl: string,
+  project: LiveProject,
+  task: string,
+): { args: string[]; env: Record<string, string> } {
+  const config = join(project.home, 'opencode.json')
+  writeFileSync(config, JSON.stringify(openaiCompatibleConfig(baseUrl)))
+  return {
+    args: ['run', '--print-logs', '--log-level', 'WARN', '--auto', task],
+    env: isolatedEnv(project.home, {
+      OPENCODE_CONFIG: config,
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_SHARE: '1',
+      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+    }),
+  }
+}
+
+/** Qwen Code's flags for an OpenAI-compatible server at `baseUrl`, every tool approved. */
+export function qwenFlags(baseUrl: string): string[] {
+  return [
+    '--auth-type',
+    'openai',
+    '--openai-base-url',
+    baseUrl,
+    '--openai-api-key',
+    'live-key',
+    '-m',
+    'live-model',
+    '--yolo',
+  ]
+}
+
 /** Claude Code run headless against `baseUrl`: no telemetry, no updates, no permission prompts. */
 export function claudeCodeEnv(home: string, baseUrl: string): Record<string, string> {
   return isolatedEnv(home, {

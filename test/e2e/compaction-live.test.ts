@@ -1,0 +1,313 @@
+/**
+ * Real agent CLIs compacting through the proxy (test/e2e/live/README.md): Qwen Code 0.24.4 on
+ * its own (when the reported usage nears its window) and on `/compress`, opencode 1.18.33 on its
+ * own. The summary each sends is found where the CLI puts it and gets the table of the files read
+ * before it; ids go on after it. (Claude Code's compactions: claude-code-cli.test.ts.)
+ */
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, test } from 'node:test'
+import {
+  chatChunks,
+  startFakeUpstream,
+  type FakeResponse,
+  type FakeUsage,
+  type RecordedRequest,
+} from '../helpers/fake-upstream.js'
+import {
+  AGENT_PACKAGES,
+  agentBinary,
+  isolatedEnv,
+  makeLiveProject,
+  opencodeCommand,
+  qwenFlags,
+  runAgent,
+  describeRun,
+} from './live/agents.js'
+import { liveProxy, stopOnFailure } from './live/rig.js'
+
+const RUN_TIMEOUT_MS = 90_000
+const TABLE_HEADING = '## Files read before this summary\n'
+
+const toolNames = (json: any): string[] => (json?.tools ?? []).map((t: any) => t?.function?.name)
+const usage = (prompt: number): FakeUsage => ({
+  prompt_tokens: prompt,
+  completion_tokens: 20,
+  total_tokens: prompt + 20,
+})
+const call = (id: string, name: string, args: object, prompt = 1200): FakeResponse => ({
+  sse: chatChunks({
+    toolCalls: [{ id, name, arguments: [JSON.stringify(args)] }],
+    usage: usage(prompt),
+  }),
+})
+const say = (text: string, prompt = 1200): FakeResponse => ({
+  sse: chatChunks({ content: [text], usage: usage(prompt) }),
+})
+const partTexts = (message: any): string[] =>
+  typeof message.content === 'string'
+    ? [message.content]
+    : message.content.map((p: any) => p.text ?? '')
+const toolTexts = (json: any): string[] =>
+  json.messages.filter((m: any) => m.role === 'tool').map((m: any) => partTexts(m).join('\n'))
+const sha8 = (path: string) =>
+  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
+const row = (path: string, lines: string, sha: string, id: string) =>
+  `| ${path} | ${lines} | ${sha} | ${id} |\n`
+
+/**
+ * The table the proxy put after a summary (the text or part that starts with `summary`): a
+ * string grows by it, parts get one more part.
+ */
+function tableAfter(message: any, summary: string): string {
+  const parts = partTexts(message)
+  const at = parts.findIndex((text) => text.startsWith(summary))
+  assert.ok(at >= 0, parts.map((t) => t.slice(0, 80)).join('\n---\n'))
+  const text = parts[at]!
+  const table =
+    typeof message.content === 'string'
+      ? text.slice(text.indexOf('\n\n' + TABLE_HEADING) + 2)
+      : (parts[at + 1] ?? '')
+  assert.ok(table.startsWith(TABLE_HEADING), parts.join('\n---\n').slice(0, 3000))
+  return table
+}
+
+/**
+ * The CLI in stream-json mode, one process: each line goes in once the CLI has answered the one
+ * before (its `result` event); killed at `timeoutMs` or when `stop` aborts.
+ */
+function runStreamJson(
+  command: string,
+  args: readonly string[],
+  lines: readonly string[],
+  options: { cwd: string; env: Record<string, string>; timeoutMs: number; stop: AbortSignal },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    })
+    const kill = () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
+    const timer = setTimeout(kill, options.timeoutMs)
+    options.stop.addEventListener('abort', kill, { once: true })
+    let stdout = ''
+    let stderr = ''
+    let sent = 0
+    const next = () => {
+      if (sent < lines.length) child.stdin.write(lines[sent++] + '\n')
+      else child.stdin.end()
+    }
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      const results = (chunk.match(/"type":"result"/g) ?? []).length
+      stdout += chunk
+      for (let i = 0; i < results; i++) next()
+    })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    child.on('error', reject)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+    next()
+  })
+}
+
+const userLine = (content: string) =>
+  JSON.stringify({
+    type: 'user',
+    session_id: 'live',
+    parent_tool_use_id: null,
+    message: { role: 'user', content },
+  })
+
+const qwen = AGENT_PACKAGES.qwen
+describe(`${qwen.name}@${qwen.version} compressing, run for real through the proxy`, () => {
+  test(
+    'on its own and on /compress: the table follows the snapshot, ids go on in one session',
+    { timeout: RUN_TIMEOUT_MS + 30_000 },
+    async () => {
+      const project = makeLiveProject('qwen')
+      const readme = join(project.root, 'README.md')
+      const main: RecordedRequest[] = []
+      const compressions: RecordedRequest[] = []
+      const snapshot = (n: number) =>
+        `<state_snapshot>\n<overall_goal>Snapshot ${n}.</overall_goal>\n</state_snapshot>`
+      const fake = await startFakeUpstream((request) => {
+        const json = request.json
+        const last = partTexts(json?.messages?.at(-1) ?? { content: '' }).join('\n')
+        if (last.includes('<state_snapshot> XML')) {
+          compressions.push(request)
+          // Qwen checks the summary made the history smaller by the usage it reports.
+          return say(snapshot(compressions.length), 169_500)
+        }
+        if (!(toolNames(json).includes('read_file') && toolNames(json).includes('tool_search')))
+          return say('Side answer.')
+        main.push(request)
+        const id = `call_q${main.length}`
+        switch (main.length) {
+          case 1:
+            return call(id, 'read_file', { file_path: project.util })
+          case 2:
+            return call(id, 'read_file', { file_path: readme })
+          case 3:
+            // Usage near the window: the CLI compresses before its next request.
+            return call(id, 'run_shell_command', { command: 'cat src/util.ts' }, 170_000)
+          case 4:
+            return call(id, 'read_file', { file_path: readme })
+          case 6:
+            return call(id, 'read_file', { file_path: project.util })
+          default:
+            return say(`Turn ${main.length} done.`)
+        }
+      })
+      const stop = new AbortController()
+      const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
+      try {
+        const run = await runStreamJson(
+          agentBinary('qwen'),
+          [
+            ...qwenFlags(rig.tap.url + '/v1'),
+            '--input-format',
+            'stream-json',
+            '--output-format',
+            'stream-json',
+          ],
+          [userLine('Read the files.'), userLine('/compress'), userLine('Read util.ts again.')],
+          {
+            cwd: project.root,
+            env: isolatedEnv(project.home),
+            timeoutMs: RUN_TIMEOUT_MS,
+            stop: stop.signal,
+          },
+        )
+        const about = `exit ${run.code}\n${run.stderr.slice(-2000)}\n${run.stdout.slice(-2000)}`
+        assert.equal(run.code, 0, about)
+        assert.equal(compressions.length, 2, about)
+        assert.equal(main.length, 7, about)
+        const utilRow = row(project.util, '1-7 of 7', sha8(project.util), '#0001')
+        const readmeRow = (id: string) => row(readme, '1-2 of 2', sha8(readme), id)
+
+        // On its own: the snapshot starts its message; the table names the two reads. The cat
+        // of util.ts, a stub of #0001 in the CLI's summary request, comes in full after it (what
+        // it named is gone), and is no read of the table's.
+        const first = main[3]!.json
+        assert.match(
+          toolTexts(first)[0]!,
+          /^\[#0003 src\/util\.ts lines 1-7 of 7 sha \w+\]\nCommand: cat /,
+        )
+        const summaryAt = first.messages.findIndex((m: any) =>
+          partTexts(m).some((t) => t.startsWith('<state_snapshot>')),
+        )
+        const table = tableAfter(first.messages[summaryAt], snapshot(1))
+        assert.ok(table.endsWith(utilRow + readmeRow('#0002')), table)
+        // A read after the snapshot is in full, with the next id.
+        assert.match(
+          toolTexts(main[4]!.json).at(-1)!,
+          new RegExp(`^\\[#0004 ${readme} lines 1-2 of 2 sha ${sha8(readme)}\\]\\n# demo`),
+        )
+
+        // On /compress: the snapshot comes after the CLI's startup reminders in its message; the
+        // same session goes on (no new #0001), and the table names the read since the first.
+        const second = main[5]!.json
+        const compressed = second.messages.find((m: any) =>
+          partTexts(m).some((t) => t.startsWith(snapshot(2))),
+        )
+        assert.ok(compressed, JSON.stringify(second.messages).slice(0, 2000))
+        assert.match(partTexts(compressed)[0]!, /^<system-reminder>/)
+        const again = tableAfter(compressed, snapshot(2))
+        assert.ok(again.endsWith(readmeRow('#0004')), again)
+        assert.ok(!again.includes('#0001'), again)
+        assert.match(
+          toolTexts(main[6]!.json).at(-1)!,
+          new RegExp(`^\\[#0005 ${project.util} lines 1-7 of 7 sha ${sha8(project.util)}\\]\\n`),
+        )
+      } finally {
+        await rig.close()
+      }
+    },
+  )
+})
+
+const opencode = AGENT_PACKAGES.opencode
+describe(`${opencode.name}@${opencode.version} compacting, run for real through the proxy`, () => {
+  test(
+    'on its own: the table follows the summary after "What did we do so far?"',
+    { timeout: RUN_TIMEOUT_MS + 30_000 },
+    async () => {
+      const project = makeLiveProject('opencode')
+      const readme = join(project.root, 'README.md')
+      const main: RecordedRequest[] = []
+      const summaries: RecordedRequest[] = []
+      const SUMMARY = '## Objective\n- Read the files.\n\n## Next Move\n- Finish.'
+      const fake = await startFakeUpstream((request) => {
+        const json = request.json
+        const system = partTexts(json?.messages?.[0] ?? { content: '' }).join('\n')
+        if (system.startsWith('You are a context summarization agent')) {
+          summaries.push(request)
+          return say(SUMMARY)
+        }
+        if (!(toolNames(json).includes('read') && toolNames(json).includes('task')))
+          return say('Side answer.')
+        main.push(request)
+        const id = `call_o${main.length}`
+        switch (main.length) {
+          case 1:
+            return call(id, 'read', { filePath: project.util })
+          case 2:
+            return call(id, 'read', { filePath: readme })
+          case 3:
+            // Past the window less the output reserve (200000 − 8192): compaction comes next.
+            return call(id, 'read', { filePath: project.big }, 195_000)
+          default:
+            return say(`Turn ${main.length} done.`)
+        }
+      })
+      const stop = new AbortController()
+      const rig = await liveProxy(
+        project,
+        fake,
+        { sessionHeader: 'x-session-affinity' },
+        { onAnswer: stopOnFailure(stop) },
+      )
+      try {
+        const { args, env } = opencodeCommand(rig.tap.url + '/v1', project, 'Read the files.')
+        const run = await runAgent(agentBinary('opencode'), args, {
+          cwd: project.root,
+          env,
+          timeoutMs: RUN_TIMEOUT_MS,
+          stop: stop.signal,
+        })
+        assert.equal(run.code, 0, describeRun(run))
+        assert.equal(summaries.length, 1, describeRun(run))
+        const after = main.at(-1)!.json
+        const asked = after.messages.findIndex(
+          (m: any) => m.role === 'user' && partTexts(m).join('') === 'What did we do so far?',
+        )
+        assert.ok(asked > 0, JSON.stringify(after.messages).slice(0, 2000))
+        const table = tableAfter(after.messages[asked + 1], SUMMARY)
+        // The read whose result went into the summary before any request carried it is not
+        // the proxy's to know.
+        assert.ok(
+          table.endsWith(
+            row(project.util, '1-7 of 7', sha8(project.util), '#0001') +
+              row(readme, '1-2 of 2', sha8(readme), '#0002'),
+          ),
+          table,
+        )
+      } finally {
+        await rig.close()
+      }
+    },
+  )
+})
