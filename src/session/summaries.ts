@@ -12,8 +12,9 @@ export function summaryIndices(
 ): number[] {
   const found = new Set<number>()
   if (signalled !== undefined && signalled >= 0 && signalled < messages.length) found.add(signalled)
+  const first = messages.findIndex((message) => message.role !== 'system')
   messages.forEach((message, index) => {
-    const marker = markers.find((m) => marks(m, message))
+    const marker = markers.find((m) => (!m.first || index === first) && marks(m, message))
     if (!marker) return
     const at =
       marker.summary === 'next' ? index + 1 : marker.summary === 'previous' ? index - 1 : index

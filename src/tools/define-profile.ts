@@ -137,12 +137,15 @@ export interface SuccessRule {
 
 /**
  * How an agent's compaction shows on the wire: a message of this role whose text matches; the
- * summary is that message, or the one after it (opencode), or the one before it (Goose).
+ * summary is that message, or the one after it (opencode), or the one before it (Goose). With
+ * `first`, only the first message after the system prompt counts: an agent whose summary has no
+ * fixed words of its own (the Continue CLI) is known by where it puts it.
  */
 export interface CompactionMarker {
   readonly role: 'user' | 'assistant' | 'system' | 'tool'
   readonly pattern: RegExp
   readonly summary?: 'self' | 'next' | 'previous'
+  readonly first?: boolean
 }
 
 /**

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import {
@@ -305,6 +305,86 @@ describe(`${opencode.name}@${opencode.version} compacting, run for real through 
           ),
           table,
         )
+      } finally {
+        await rig.close()
+      }
+    },
+  )
+})
+
+const cn = AGENT_PACKAGES.continue
+describe(`${cn.name}@${cn.version} compacting, run for real through the proxy`, () => {
+  test(
+    'on its own: the history opens with its summary, which gets the table',
+    { timeout: RUN_TIMEOUT_MS + 30_000 },
+    async () => {
+      const project = makeLiveProject('continue')
+      const main: RecordedRequest[] = []
+      const summaries: RecordedRequest[] = []
+      const SUMMARY = 'We read src/big.ts: helpers compute1 to compute49. Next: report.'
+      const fake = await startFakeUpstream((request) => {
+        const json = request.json
+        if (!toolNames(json).includes('Read')) return say('Side answer.')
+        const last = partTexts(json.messages.at(-1)).join('\n')
+        if (last.startsWith('Please provide a concise summary of our conversation so far')) {
+          summaries.push(request)
+          return say(SUMMARY)
+        }
+        main.push(request)
+        return main.length === 1
+          ? call('call_c1', 'Read', { filepath: 'src/big.ts' })
+          : say(`Turn ${main.length} done.`)
+      })
+      const stop = new AbortController()
+      const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
+      try {
+        // A small window: cn counts the history itself and compacts once the read is in.
+        const config = join(project.home, 'config.yaml')
+        writeFileSync(
+          config,
+          [
+            'name: live',
+            'version: 1.0.0',
+            'schema: v1',
+            'models:',
+            '  - name: live-model',
+            '    provider: openai',
+            '    model: live-model',
+            `    apiBase: ${rig.tap.url}/v1`,
+            '    apiKey: live-key',
+            '    roles: [chat, edit, apply]',
+            '    defaultCompletionOptions:',
+            '      contextLength: 4000',
+            '      maxTokens: 300',
+            '',
+          ].join('\n'),
+        )
+        const run = await runAgent(
+          agentBinary('continue'),
+          ['-p', 'Read src/big.ts.', '--config', config, '--auto'],
+          {
+            cwd: project.root,
+            env: isolatedEnv(project.home),
+            timeoutMs: RUN_TIMEOUT_MS,
+            stop: stop.signal,
+          },
+        )
+        assert.equal(run.code, 0, describeRun(run))
+        assert.equal(summaries.length, 1, describeRun(run))
+        assert.ok(main.length >= 2, describeRun(run))
+        // The summary request carried the read with its id; the history after it opens with the
+        // summary, then the table.
+        assert.match(toolTexts(summaries[0]!.json)[0]!, /^\[#0001 src\/big\.ts lines 1-301 of 301 /)
+        const after = main[1]!.json.messages
+        assert.equal(after[1].role, 'assistant')
+        const table = tableAfter(after[1], SUMMARY)
+        assert.ok(
+          table.endsWith(row('src/big.ts', '1-301 of 301', sha8(project.big), '#0001')),
+          table,
+        )
+        // A later request carries the summary and its table as they were.
+        for (const later of main.slice(2))
+          assert.deepEqual(later.json.messages[1], after[1], 'the summary changed')
       } finally {
         await rig.close()
       }

@@ -72,5 +72,10 @@ export const continueDev = defineProfile({
     // The `cn` CLI (stream/streamChatResponse.helpers.ts): a tool that threw or was refused.
     /^Error (?:executing tool|checking permissions for) \w+: /,
   ],
-  compaction: [{ role: 'system', pattern: /Previous conversation summary:\n\n/ }],
+  compaction: [
+    { role: 'system', pattern: /Previous conversation summary:\n\n/ },
+    // The `cn` CLI (1.5.47) replaces the history with its model's summary alone: a history
+    // that opens with the assistant's words.
+    { role: 'assistant', pattern: /\S/, first: true },
+  ],
 })
