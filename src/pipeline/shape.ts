@@ -326,6 +326,7 @@ function continuityOf(input: ShapeInput, profile: Profile): Continuity {
           messages,
           profile.compaction,
           signalledSummary(input.compactionSignal, messages),
+          new Set(input.door.definitions(input.request).map((tool) => tool.function?.name ?? '')),
         ),
     systemKey: start?.systemKey ?? systemKey(input.door.systemText(input.request, view), profile),
     withinMs: input.withinMs,

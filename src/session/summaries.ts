@@ -3,18 +3,21 @@ import { contentText, type ChatMessage } from '../wire/chat.js'
 
 /**
  * Where the summaries of the agent's compactions stand in a request: by each agent's own marker
- * (its role and fixed text), or at the index the client names in the compaction header.
+ * (its role and fixed text, among the tools it offers), or at the index the client names in the
+ * compaction header.
  */
 export function summaryIndices(
   messages: readonly ChatMessage[],
   markers: readonly CompactionMarker[],
   signalled?: number,
+  offered: ReadonlySet<string> = new Set(),
 ): number[] {
   const found = new Set<number>()
   if (signalled !== undefined && signalled >= 0 && signalled < messages.length) found.add(signalled)
   const first = messages.findIndex((message) => message.role !== 'system')
+  const applying = markers.filter((m) => !m.offered || m.offered.every((name) => offered.has(name)))
   messages.forEach((message, index) => {
-    const marker = markers.find((m) => (!m.first || index === first) && marks(m, message))
+    const marker = applying.find((m) => (!m.first || index === first) && marks(m, message))
     if (!marker) return
     const at =
       marker.summary === 'next' ? index + 1 : marker.summary === 'previous' ? index - 1 : index

@@ -139,13 +139,16 @@ export interface SuccessRule {
  * How an agent's compaction shows on the wire: a message of this role whose text matches; the
  * summary is that message, or the one after it (opencode), or the one before it (Goose). With
  * `first`, only the first message after the system prompt counts: an agent whose summary has no
- * fixed words of its own (the Continue CLI) is known by where it puts it.
+ * fixed words of its own (the Continue CLI) is known by where it puts it. With `offered`, only
+ * in a request that offers all these tools: the agents' markers are one table, and a rule that
+ * loose must stay its own agent's.
  */
 export interface CompactionMarker {
   readonly role: 'user' | 'assistant' | 'system' | 'tool'
   readonly pattern: RegExp
   readonly summary?: 'self' | 'next' | 'previous'
   readonly first?: boolean
+  readonly offered?: readonly string[]
 }
 
 /**

@@ -19,7 +19,6 @@ import {
   describeRun,
   isolatedEnv,
   makeLiveProject,
-  openaiCompatibleConfig,
   opencodeCommand,
   qwenFlags,
   requireRipgrep,
@@ -80,21 +79,7 @@ const SETUPS: AgentSetup[] = [
     isMain: (json) => toolNames(json).includes('read') && toolNames(json).includes('task'),
     store: (dir) => `sqlite:${join(dir, 'store.db')}`,
     sessionHeader: 'x-session-affinity',
-    command: (baseUrl, project) => {
-      const config = join(project.home, 'kilo.json')
-      writeFileSync(config, JSON.stringify(openaiCompatibleConfig(baseUrl)))
-      return {
-        args: ['run', '--print-logs', '--log-level', 'WARN', '--auto', TASK],
-        env: isolatedEnv(project.home, {
-          KILO_CONFIG: config,
-          KILO_NO_DAEMON: '1',
-          KILO_DISABLE_MODELS_FETCH: '1',
-          KILO_DISABLE_AUTOUPDATE: '1',
-          KILO_DISABLE_SHARE: '1',
-          KILO_DISABLE_LSP_DOWNLOAD: '1',
-        }),
-      }
-    },
+    command: (baseUrl, project) => opencodeCommand(baseUrl, project, TASK, 'kilo'),
   },
 ]
 

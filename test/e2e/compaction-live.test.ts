@@ -17,6 +17,7 @@ import {
   type FakeUsage,
   type RecordedRequest,
 } from '../helpers/fake-upstream.js'
+import { responsesEvents } from '../helpers/fake-responses.js'
 import {
   AGENT_PACKAGES,
   agentBinary,
@@ -239,78 +240,87 @@ describe(`${qwen.name}@${qwen.version} compressing, run for real through the pro
   )
 })
 
-const opencode = AGENT_PACKAGES.opencode
-describe(`${opencode.name}@${opencode.version} compacting, run for real through the proxy`, () => {
-  test(
-    'on its own: the table follows the summary after "What did we do so far?"',
-    { timeout: RUN_TIMEOUT_MS + 30_000 },
-    async () => {
-      const project = makeLiveProject('opencode')
-      const readme = join(project.root, 'README.md')
-      const main: RecordedRequest[] = []
-      const summaries: RecordedRequest[] = []
-      const SUMMARY = '## Objective\n- Read the files.\n\n## Next Move\n- Finish.'
-      const fake = await startFakeUpstream((request) => {
-        const json = request.json
-        const system = partTexts(json?.messages?.[0] ?? { content: '' }).join('\n')
-        if (system.startsWith('You are a context summarization agent')) {
-          summaries.push(request)
-          return say(SUMMARY)
-        }
-        if (!(toolNames(json).includes('read') && toolNames(json).includes('task')))
-          return say('Side answer.')
-        main.push(request)
-        const id = `call_o${main.length}`
-        switch (main.length) {
-          case 1:
-            return call(id, 'read', { filePath: project.util })
-          case 2:
-            return call(id, 'read', { filePath: readme })
-          case 3:
-            // Past the window less the output reserve (200000 − 8192): compaction comes next.
-            return call(id, 'read', { filePath: project.big }, 195_000)
-          default:
-            return say(`Turn ${main.length} done.`)
-        }
-      })
-      const stop = new AbortController()
-      const rig = await liveProxy(
-        project,
-        fake,
-        { sessionHeader: 'x-session-affinity' },
-        { onAnswer: stopOnFailure(stop) },
-      )
-      try {
-        const { args, env } = opencodeCommand(rig.tap.url + '/v1', project, 'Read the files.')
-        const run = await runAgent(agentBinary('opencode'), args, {
-          cwd: project.root,
-          env,
-          timeoutMs: RUN_TIMEOUT_MS,
-          stop: stop.signal,
+// Kilo, built on opencode, sends "What did we do so far?" as the first of two parts.
+for (const agent of ['opencode', 'kilo'] as const) {
+  const pkg = AGENT_PACKAGES[agent]
+  describe(`${pkg.name}@${pkg.version} compacting, run for real through the proxy`, () => {
+    test(
+      'on its own: the table follows the summary after "What did we do so far?"',
+      { timeout: RUN_TIMEOUT_MS + 30_000 },
+      async () => {
+        const project = makeLiveProject(agent)
+        const readme = join(project.root, 'README.md')
+        const main: RecordedRequest[] = []
+        const summaries: RecordedRequest[] = []
+        const SUMMARY = '## Objective\n- Read the files.\n\n## Next Move\n- Finish.'
+        const fake = await startFakeUpstream((request) => {
+          const json = request.json
+          const system = partTexts(json?.messages?.[0] ?? { content: '' }).join('\n')
+          if (!json?.tools && system.includes('You are a context summarization agent')) {
+            summaries.push(request)
+            return say(SUMMARY)
+          }
+          if (!(toolNames(json).includes('read') && toolNames(json).includes('task')))
+            return say('Side answer.')
+          main.push(request)
+          const id = `call_o${main.length}`
+          switch (main.length) {
+            case 1:
+              return call(id, 'read', { filePath: project.util })
+            case 2:
+              return call(id, 'read', { filePath: readme })
+            case 3:
+              // Past the window less the output reserve (200000 − 8192): compaction comes next.
+              return call(id, 'read', { filePath: project.big }, 195_000)
+            default:
+              return say(`Turn ${main.length} done.`)
+          }
         })
-        assert.equal(run.code, 0, describeRun(run))
-        assert.equal(summaries.length, 1, describeRun(run))
-        const after = main.at(-1)!.json
-        const asked = after.messages.findIndex(
-          (m: any) => m.role === 'user' && partTexts(m).join('') === 'What did we do so far?',
+        const stop = new AbortController()
+        const rig = await liveProxy(
+          project,
+          fake,
+          { sessionHeader: 'x-session-affinity' },
+          { onAnswer: stopOnFailure(stop) },
         )
-        assert.ok(asked > 0, JSON.stringify(after.messages).slice(0, 2000))
-        const table = tableAfter(after.messages[asked + 1], SUMMARY)
-        // The read whose result went into the summary before any request carried it is not
-        // the proxy's to know.
-        assert.ok(
-          table.endsWith(
-            row(project.util, '1-7 of 7', sha8(project.util), '#0001') +
-              row(readme, '1-2 of 2', sha8(readme), '#0002'),
-          ),
-          table,
-        )
-      } finally {
-        await rig.close()
-      }
-    },
-  )
-})
+        try {
+          const { args, env } = opencodeCommand(
+            rig.tap.url + '/v1',
+            project,
+            'Read the files.',
+            agent,
+          )
+          const run = await runAgent(agentBinary(agent), args, {
+            cwd: project.root,
+            env,
+            timeoutMs: RUN_TIMEOUT_MS,
+            stop: stop.signal,
+          })
+          assert.equal(run.code, 0, describeRun(run))
+          assert.equal(summaries.length, 1, describeRun(run))
+          const after = main.at(-1)!.json
+          const asked = after.messages.findIndex(
+            (m: any) => m.role === 'user' && partTexts(m)[0] === 'What did we do so far?',
+          )
+          assert.ok(asked > 0, JSON.stringify(after.messages).slice(0, 2000))
+          console.log('ASKED', JSON.stringify(after.messages[asked]))
+          const table = tableAfter(after.messages[asked + 1], SUMMARY)
+          // The read whose result went into the summary before any request carried it is not
+          // the proxy's to know.
+          assert.ok(
+            table.endsWith(
+              row(project.util, '1-7 of 7', sha8(project.util), '#0001') +
+                row(readme, '1-2 of 2', sha8(readme), '#0002'),
+            ),
+            table,
+          )
+        } finally {
+          await rig.close()
+        }
+      },
+    )
+  })
+}
 
 const cn = AGENT_PACKAGES.continue
 describe(`${cn.name}@${cn.version} compacting, run for real through the proxy`, () => {
@@ -385,6 +395,122 @@ describe(`${cn.name}@${cn.version} compacting, run for real through the proxy`, 
         // A later request carries the summary and its table as they were.
         for (const later of main.slice(2))
           assert.deepEqual(later.json.messages[1], after[1], 'the summary changed')
+      } finally {
+        await rig.close()
+      }
+    },
+  )
+})
+
+const codex = AGENT_PACKAGES.codex
+describe(`${codex.name}@${codex.version} compacting, run for real through the proxy`, () => {
+  test(
+    'on its own past model_auto_compact_token_limit: the table follows the summary message',
+    { timeout: RUN_TIMEOUT_MS + 30_000 },
+    async () => {
+      const project = makeLiveProject('codex')
+      const notes = join(project.root, 'notes.txt')
+      writeFileSync(notes, 'one\ntwo\nthe word is PAPAYA\n')
+      const main: RecordedRequest[] = []
+      const compactions: RecordedRequest[] = []
+      const SUMMARY = 'notes.txt was read with cat; the word is PAPAYA. Next: answer.'
+      const answer = (id: string, item: Record<string, unknown>, inputTokens = 500) => {
+        const events = responsesEvents(id, [item]) as any[]
+        // Usage past the limit makes Codex compact before its next request.
+        events.at(-1).response.usage = {
+          input_tokens: inputTokens,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: 20,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: inputTokens + 20,
+        }
+        return { sse: events, done: false } satisfies FakeResponse
+      }
+      const message = (id: string, text: string) => ({
+        type: 'message',
+        id,
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text, annotations: [] }],
+      })
+      // Codex 0.171 offers exec_command; an older one shell_command.
+      const shell = (tools: any[], callId: string, command: string) => {
+        const exec = tools.some((tool) => tool.name === 'exec_command')
+        return {
+          type: 'function_call',
+          id: `fc_${callId}`,
+          status: 'completed',
+          call_id: callId,
+          name: exec ? 'exec_command' : 'shell_command',
+          arguments: JSON.stringify(exec ? { cmd: command } : { command }),
+        }
+      }
+      const fake = await startFakeUpstream((request) => {
+        if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
+        const input: any[] = request.json.input
+        const texts = input.map((item) => partTexts({ content: item.content ?? '' }).join('\n'))
+        if (texts.at(-1)!.startsWith('You are performing a CONTEXT CHECKPOINT COMPACTION')) {
+          compactions.push(request)
+          return answer('resp_summary', message('msg_summary', SUMMARY))
+        }
+        main.push(request)
+        const called = (id: string) => input.some((item) => item.call_id === id)
+        if (texts.some((text) => text.includes(SUMMARY)))
+          return answer('resp_end', message('msg_end', 'The word is PAPAYA.'))
+        if (!called('call_cat'))
+          return answer('resp_cat', shell(request.json.tools, 'call_cat', 'cat notes.txt'))
+        if (!called('call_wc'))
+          return answer('resp_wc', shell(request.json.tools, 'call_wc', 'wc -l notes.txt'), 200_000)
+        return answer('resp_done', message('msg_done', 'Counted.'))
+      })
+      const stop = new AbortController()
+      const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
+      try {
+        const run = await runAgent(
+          agentBinary('codex'),
+          [
+            'exec',
+            '--skip-git-repo-check',
+            '--dangerously-bypass-approvals-and-sandbox',
+            '-c',
+            'model_provider="lembas"',
+            '-c',
+            'model="gpt-5-codex"',
+            '-c',
+            'model_providers.lembas.name="lembas"',
+            '-c',
+            `model_providers.lembas.base_url="${rig.tap.url}/v1"`,
+            '-c',
+            'model_providers.lembas.wire_api="responses"',
+            '-c',
+            'model_providers.lembas.env_key="LEMBAS_TEST_KEY"',
+            '-c',
+            'model_auto_compact_token_limit=1000',
+            'Read notes.txt and tell me the word.',
+          ],
+          {
+            cwd: project.root,
+            env: isolatedEnv(project.home, {
+              CODEX_HOME: project.home,
+              LEMBAS_TEST_KEY: 'test-key',
+            }),
+            timeoutMs: RUN_TIMEOUT_MS,
+            stop: stop.signal,
+          },
+        )
+        assert.equal(run.code, 0, describeRun(run))
+        assert.equal(compactions.length, 1, describeRun(run))
+        const after = main.at(-1)!.json.input
+        const summary = after.find(
+          (item: any) =>
+            item.role === 'user' &&
+            partTexts(item)[0]!.startsWith('Another language model started to solve this problem'),
+        )
+        assert.ok(summary, JSON.stringify(after).slice(0, 2000))
+        assert.ok(partTexts(summary)[0]!.endsWith(SUMMARY), partTexts(summary)[0])
+        const table = partTexts(summary)[1] ?? ''
+        assert.ok(table.startsWith(TABLE_HEADING), JSON.stringify(summary))
+        assert.ok(table.endsWith(row('notes.txt', '1-3 of 3', sha8(notes), '#0001')), table)
       } finally {
         await rig.close()
       }

@@ -75,7 +75,7 @@ export const continueDev = defineProfile({
   compaction: [
     { role: 'system', pattern: /Previous conversation summary:\n\n/ },
     // The `cn` CLI (1.5.47) replaces the history with its model's summary alone: a history
-    // that opens with the assistant's words.
-    { role: 'assistant', pattern: /\S/, first: true },
+    // that opens with the assistant's words, in a request with cn's own tools.
+    { role: 'assistant', pattern: /\S/, first: true, offered: ['Checklist', 'CheckBackgroundJob'] },
   ],
 })

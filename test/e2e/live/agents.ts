@@ -223,22 +223,31 @@ export function openaiCompatibleConfig(baseUrl: string): object {
   }
 }
 
-/** `opencode run` headless on one task, its config (above) written into the scratch home. */
+/** opencode and Kilo (built on it): their config file and environment, alike but for names. */
+const OPENCODE_LIKE = {
+  opencode: { config: 'opencode.json', env: 'OPENCODE', own: {} },
+  kilo: { config: 'kilo.json', env: 'KILO', own: { KILO_NO_DAEMON: '1' } },
+} as const
+
+/** `opencode run` (or `kilo run`) headless on one task, its config written into the home. */
 export function opencodeCommand(
   baseUrl: string,
   project: LiveProject,
   task: string,
+  agent: keyof typeof OPENCODE_LIKE = 'opencode',
 ): { args: string[]; env: Record<string, string> } {
-  const config = join(project.home, 'opencode.json')
+  const { env, own } = OPENCODE_LIKE[agent]
+  const config = join(project.home, OPENCODE_LIKE[agent].config)
   writeFileSync(config, JSON.stringify(openaiCompatibleConfig(baseUrl)))
   return {
     args: ['run', '--print-logs', '--log-level', 'WARN', '--auto', task],
     env: isolatedEnv(project.home, {
-      OPENCODE_CONFIG: config,
-      OPENCODE_DISABLE_MODELS_FETCH: '1',
-      OPENCODE_DISABLE_AUTOUPDATE: '1',
-      OPENCODE_DISABLE_SHARE: '1',
-      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+      [`${env}_CONFIG`]: config,
+      ...own,
+      [`${env}_DISABLE_MODELS_FETCH`]: '1',
+      [`${env}_DISABLE_AUTOUPDATE`]: '1',
+      [`${env}_DISABLE_SHARE`]: '1',
+      [`${env}_DISABLE_LSP_DOWNLOAD`]: '1',
     }),
   }
 }
