@@ -141,6 +141,43 @@ describe("agents' compaction markers", () => {
     ]
     assert.deepEqual(summaryIndices(messages, markers), [])
   })
+  test('a summary after parts of its own: Claude Code, Qwen Code and Kilo put parts before it', () => {
+    const parts = (...texts: string[]): ChatMessage => ({
+      role: 'user',
+      content: texts.map((text) => ({ type: 'text', text })),
+    })
+    const claude = parts(
+      "<system-reminder>\nToday's date is 2026-12-05.\n</system-reminder>\n",
+      'This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.',
+    )
+    const qwen = parts(
+      '<system-reminder>\nskills\n</system-reminder>',
+      '<state_snapshot>\n</state_snapshot>',
+    )
+    const kilo = parts(
+      'What did we do so far?',
+      '\n\n<environment_details>\n</environment_details>',
+    )
+    assert.deepEqual(summaryIndices([system, claude], markers), [1])
+    assert.deepEqual(summaryIndices([system, qwen], markers), [1])
+    assert.deepEqual(
+      summaryIndices([system, kilo, { role: 'assistant', content: 'sum' }], markers),
+      [2],
+    )
+    // Words the model wrote before the snapshot: Qwen's sentence after it still finds it.
+    const prefixed = `Here it is.\n\n<state_snapshot>\n</state_snapshot>\n\nResume the prior task using the summary above. Continue from the last in-flight step;`
+    assert.deepEqual(summaryIndices([system, { role: 'user', content: prefixed }], markers), [1])
+  })
+  test("the Continue CLI's summary opens the history, and only with cn's tools", () => {
+    const messages: ChatMessage[] = [system, { role: 'assistant', content: 'We read big.ts.' }]
+    const cn = new Set(['Read', 'List', 'Bash', 'Checklist', 'CheckBackgroundJob'])
+    assert.deepEqual(summaryIndices(messages, markers, undefined, cn), [1])
+    // Another client whose chat opens with the assistant's greeting: no compaction.
+    assert.deepEqual(summaryIndices(messages, markers, undefined, new Set(['Read', 'Bash'])), [])
+    // Only the first message after the system prompt.
+    const later: ChatMessage[] = [system, { role: 'user', content: 'hi' }, messages[1]!]
+    assert.deepEqual(summaryIndices(later, markers, undefined, cn), [])
+  })
   test('the compaction header names a message, or the first one after the system prompt', () => {
     const messages: ChatMessage[] = [system, { role: 'user', content: 'our summary' }]
     assert.equal(signalledSummary('true', messages), 1)
