@@ -93,8 +93,15 @@ export interface Door extends AnswerShape {
   systemText(request: Json, view: View): string
 
   toView(items: readonly Json[]): View
-  /** The items with the rebuild's renderings written back (tool results, summary tables). */
-  writeBack(items: readonly Json[], view: View, rendered: readonly ChatMessage[]): Json[]
+  /**
+   * The items with the rebuild's renderings written back (tool results, summary tables); where
+   * an item goes upstream as several, their list.
+   */
+  writeBack(
+    items: readonly Json[],
+    view: View,
+    rendered: readonly ChatMessage[],
+  ): (Json | readonly Json[])[]
   /** The fields with the prompt block and the recall tool in the door's shape. */
   withRecall(request: Json, block: string, recall: ToolDefinition | undefined): Json
   /** Chat only: the block joins the first system message, or opens the history. */

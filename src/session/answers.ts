@@ -80,7 +80,7 @@ export function placeAnswers(
 export function restoreAnswers(
   door: AnswerShape,
   client: readonly Json[],
-  written: readonly Json[],
+  written: readonly (Json | readonly Json[])[],
   placed: readonly Placed[],
   found: readonly (string | undefined)[],
 ): { items: Json[][]; restored: number } {
@@ -90,7 +90,7 @@ export function restoreAnswers(
     if (value !== undefined) records.set(place.at, JSON.parse(value) as HiddenRecord)
   })
   // Per client item, what goes upstream for it (empty when joined into the one before).
-  const out: Json[][] = written.map((item) => [item])
+  const out: Json[][] = written.map((item) => (Array.isArray(item) ? [...item] : [item as Json]))
   let restored = 0
   for (let i = 0; i < client.length; i++) {
     const record = records.get(i)
@@ -104,7 +104,8 @@ export function restoreAnswers(
     for (let k = 1; k < visible.length; k++) out[i + k] = []
     restored++
     i += visible.length - 1
-    const next = written[i + 1]
+    const following = out[i + 1]
+    const next = following?.length === 1 ? following[0] : undefined
     const last = out[i - visible.length + 1]!.at(-1)
     const joined = next && last && door.join?.(last, next)
     if (joined) {

@@ -144,7 +144,8 @@ export interface SuccessRule {
  * loose must stay its own agent's.
  */
 export interface CompactionMarker {
-  readonly role: 'user' | 'assistant' | 'system' | 'tool'
+  /** `compaction`: the Responses API's opaque summary item (a server-side compaction). */
+  readonly role: 'user' | 'assistant' | 'system' | 'tool' | 'compaction'
   readonly pattern: RegExp
   readonly summary?: 'self' | 'next' | 'previous'
   readonly first?: boolean

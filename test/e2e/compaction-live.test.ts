@@ -403,117 +403,177 @@ describe(`${cn.name}@${cn.version} compacting, run for real through the proxy`, 
 })
 
 const codex = AGENT_PACKAGES.codex
-describe(`${codex.name}@${codex.version} compacting, run for real through the proxy`, () => {
-  test(
-    'on its own past model_auto_compact_token_limit: the table follows the summary message',
-    { timeout: RUN_TIMEOUT_MS + 30_000 },
-    async () => {
-      const project = makeLiveProject('codex')
-      const notes = join(project.root, 'notes.txt')
-      writeFileSync(notes, 'one\ntwo\nthe word is PAPAYA\n')
-      const main: RecordedRequest[] = []
-      const compactions: RecordedRequest[] = []
-      const SUMMARY = 'notes.txt was read with cat; the word is PAPAYA. Next: answer.'
-      const answer = (id: string, item: Record<string, unknown>, inputTokens = 500) => {
-        const events = responsesEvents(id, [item]) as any[]
-        // Usage past the limit makes Codex compact before its next request.
-        events.at(-1).response.usage = {
-          input_tokens: inputTokens,
-          input_tokens_details: { cached_tokens: 0 },
-          output_tokens: 20,
-          output_tokens_details: { reasoning_tokens: 0 },
-          total_tokens: inputTokens + 20,
+/**
+ * Codex compacts past `model_auto_compact_token_limit`: with a provider of the user's own, by a
+ * summary request whose answer comes back as a user message; with its built-in `openai`
+ * provider, on the server (an input ending `compaction_trigger`, answered with an encrypted
+ * `compaction` item), the table then in a message of its own after that item.
+ */
+const CODEX_PROVIDERS = [
+  {
+    provider: 'a provider of its own',
+    // Its summary request offers no tools and goes as it came: the wc output, first seen there,
+    // gets no id, and the read after the summary is #0002.
+    again: '#0002',
+    args: (url: string) => [
+      '-c',
+      'model_provider="lembas"',
+      '-c',
+      'model_providers.lembas.name="lembas"',
+      '-c',
+      `model_providers.lembas.base_url="${url}/v1"`,
+      '-c',
+      'model_providers.lembas.wire_api="responses"',
+      '-c',
+      'model_providers.lembas.env_key="LEMBAS_TEST_KEY"',
+    ],
+  },
+  {
+    provider: 'its built-in openai provider',
+    again: '#0003',
+    args: (url: string) => ['-c', `openai_base_url="${url}/v1"`],
+  },
+] as const
+
+for (const { provider, again, args } of CODEX_PROVIDERS) {
+  describe(`${codex.name}@${codex.version} compacting with ${provider}, run for real through the proxy`, () => {
+    test(
+      'past model_auto_compact_token_limit: the table follows the summary, and stays',
+      { timeout: RUN_TIMEOUT_MS + 30_000 },
+      async () => {
+        const project = makeLiveProject('codex')
+        const notes = join(project.root, 'notes.txt')
+        writeFileSync(notes, 'one\ntwo\nthe word is PAPAYA\n')
+        const main: RecordedRequest[] = []
+        const compactions: RecordedRequest[] = []
+        const SUMMARY = 'notes.txt was read with cat; the word is PAPAYA. Next: answer.'
+        const COMPACTION = { type: 'compaction', id: 'cmp_1', encrypted_content: 'gAAAA-opaque' }
+        const answer = (id: string, item: Record<string, unknown>, inputTokens = 500) => {
+          const events = responsesEvents(id, [item]) as any[]
+          // Usage past the limit makes Codex compact before its next request.
+          events.at(-1).response.usage = {
+            input_tokens: inputTokens,
+            input_tokens_details: { cached_tokens: 0 },
+            output_tokens: 20,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: inputTokens + 20,
+          }
+          return { sse: events, done: false } satisfies FakeResponse
         }
-        return { sse: events, done: false } satisfies FakeResponse
-      }
-      const message = (id: string, text: string) => ({
-        type: 'message',
-        id,
-        status: 'completed',
-        role: 'assistant',
-        content: [{ type: 'output_text', text, annotations: [] }],
-      })
-      // Codex 0.171 offers exec_command; an older one shell_command.
-      const shell = (tools: any[], callId: string, command: string) => {
-        const exec = tools.some((tool) => tool.name === 'exec_command')
-        return {
-          type: 'function_call',
-          id: `fc_${callId}`,
+        const message = (id: string, text: string) => ({
+          type: 'message',
+          id,
           status: 'completed',
-          call_id: callId,
-          name: exec ? 'exec_command' : 'shell_command',
-          arguments: JSON.stringify(exec ? { cmd: command } : { command }),
+          role: 'assistant',
+          content: [{ type: 'output_text', text, annotations: [] }],
+        })
+        // Codex 0.171 offers exec_command; an older one shell_command.
+        const shell = (tools: any[], callId: string, command: string) => {
+          const exec = tools.some((tool) => tool.name === 'exec_command')
+          return {
+            type: 'function_call',
+            id: `fc_${callId}`,
+            status: 'completed',
+            call_id: callId,
+            name: exec ? 'exec_command' : 'shell_command',
+            arguments: JSON.stringify(exec ? { cmd: command } : { command }),
+          }
         }
-      }
-      const fake = await startFakeUpstream((request) => {
-        if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
-        const input: any[] = request.json.input
-        const texts = input.map((item) => partTexts({ content: item.content ?? '' }).join('\n'))
-        if (texts.at(-1)!.startsWith('You are performing a CONTEXT CHECKPOINT COMPACTION')) {
-          compactions.push(request)
-          return answer('resp_summary', message('msg_summary', SUMMARY))
+        const fake = await startFakeUpstream((request) => {
+          if (!request.path.endsWith('/responses') || request.method !== 'POST')
+            return { json: { object: 'list', data: [] } }
+          const input: any[] = request.json.input
+          const texts = input.map((item) => partTexts({ content: item.content ?? '' }).join('\n'))
+          if (texts.at(-1)!.startsWith('You are performing a CONTEXT CHECKPOINT COMPACTION')) {
+            compactions.push(request)
+            return answer('resp_summary', message('msg_summary', SUMMARY))
+          }
+          if (input.at(-1)?.type === 'compaction_trigger') {
+            compactions.push(request)
+            return answer('resp_compaction', COMPACTION)
+          }
+          main.push(request)
+          const called = (id: string) => input.some((item) => item.call_id === id)
+          const tools = request.json.tools
+          if (
+            input.some((item) => item.type === 'compaction') ||
+            texts.some((t) => t.includes(SUMMARY))
+          )
+            return called('call_again')
+              ? answer('resp_end', message('msg_end', 'The word is PAPAYA.'))
+              : answer('resp_again', shell(tools, 'call_again', 'cat notes.txt'))
+          if (!called('call_cat'))
+            return answer('resp_cat', shell(tools, 'call_cat', 'cat notes.txt'))
+          if (!called('call_wc'))
+            return answer('resp_wc', shell(tools, 'call_wc', 'wc -l notes.txt'), 200_000)
+          return answer('resp_done', message('msg_done', 'Counted.'))
+        })
+        const stop = new AbortController()
+        const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
+        try {
+          const run = await runAgent(
+            agentBinary('codex'),
+            [
+              'exec',
+              '--skip-git-repo-check',
+              '--dangerously-bypass-approvals-and-sandbox',
+              '-c',
+              'model="gpt-5-codex"',
+              // The proxy itself: the built-in provider tries a WebSocket first (answered 426).
+              ...args(rig.proxy.url),
+              '-c',
+              'model_auto_compact_token_limit=1000',
+              'Read notes.txt and tell me the word.',
+            ],
+            {
+              cwd: project.root,
+              env: isolatedEnv(project.home, {
+                CODEX_HOME: project.home,
+                LEMBAS_TEST_KEY: 'test-key',
+                OPENAI_API_KEY: 'test-key',
+              }),
+              timeoutMs: RUN_TIMEOUT_MS,
+              stop: stop.signal,
+            },
+          )
+          assert.equal(run.code, 0, describeRun(run))
+          assert.equal(compactions.length, 1, describeRun(run))
+          const [after, later] = main.slice(-2).map((request) => request.json.input as any[])
+          const tableOf = (input: any[]): string => {
+            const at = input.findIndex(
+              (item) =>
+                item.type === 'compaction' ||
+                (item.role === 'user' &&
+                  partTexts(item)[0]!.startsWith(
+                    'Another language model started to solve this problem',
+                  )),
+            )
+            assert.ok(at >= 0, JSON.stringify(input).slice(0, 2000))
+            const summary = input[at]
+            if (summary.type === 'compaction') {
+              assert.deepEqual(summary, COMPACTION)
+              assert.deepEqual(Object.keys(input[at + 1]), ['type', 'role', 'content'])
+              return partTexts(input[at + 1]).join('')
+            }
+            assert.ok(partTexts(summary)[0]!.endsWith(SUMMARY), partTexts(summary)[0])
+            return partTexts(summary)[1] ?? ''
+          }
+          const table = tableOf(after!)
+          assert.ok(table.startsWith(TABLE_HEADING), table)
+          assert.ok(table.endsWith(row('notes.txt', '1-3 of 3', sha8(notes), '#0001')), table)
+          // The read after the summary is in full; the next request carries what this one did.
+          const outputs = later!.filter((item) => item.type === 'function_call_output')
+          assert.match(
+            outputs.at(-1).output,
+            new RegExp(`^\\[${again} notes\\.txt lines 1-3 of 3 sha \\w+\\]\\n`),
+          )
+          const sent = main.at(-1)!.body
+          assert.ok(sent.includes(JSON.stringify(after!.slice(0, after!.length - 1)).slice(1, -1)))
+          assert.equal(tableOf(later!), table)
+        } finally {
+          await rig.close()
         }
-        main.push(request)
-        const called = (id: string) => input.some((item) => item.call_id === id)
-        if (texts.some((text) => text.includes(SUMMARY)))
-          return answer('resp_end', message('msg_end', 'The word is PAPAYA.'))
-        if (!called('call_cat'))
-          return answer('resp_cat', shell(request.json.tools, 'call_cat', 'cat notes.txt'))
-        if (!called('call_wc'))
-          return answer('resp_wc', shell(request.json.tools, 'call_wc', 'wc -l notes.txt'), 200_000)
-        return answer('resp_done', message('msg_done', 'Counted.'))
-      })
-      const stop = new AbortController()
-      const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
-      try {
-        const run = await runAgent(
-          agentBinary('codex'),
-          [
-            'exec',
-            '--skip-git-repo-check',
-            '--dangerously-bypass-approvals-and-sandbox',
-            '-c',
-            'model_provider="lembas"',
-            '-c',
-            'model="gpt-5-codex"',
-            '-c',
-            'model_providers.lembas.name="lembas"',
-            '-c',
-            `model_providers.lembas.base_url="${rig.tap.url}/v1"`,
-            '-c',
-            'model_providers.lembas.wire_api="responses"',
-            '-c',
-            'model_providers.lembas.env_key="LEMBAS_TEST_KEY"',
-            '-c',
-            'model_auto_compact_token_limit=1000',
-            'Read notes.txt and tell me the word.',
-          ],
-          {
-            cwd: project.root,
-            env: isolatedEnv(project.home, {
-              CODEX_HOME: project.home,
-              LEMBAS_TEST_KEY: 'test-key',
-            }),
-            timeoutMs: RUN_TIMEOUT_MS,
-            stop: stop.signal,
-          },
-        )
-        assert.equal(run.code, 0, describeRun(run))
-        assert.equal(compactions.length, 1, describeRun(run))
-        const after = main.at(-1)!.json.input
-        const summary = after.find(
-          (item: any) =>
-            item.role === 'user' &&
-            partTexts(item)[0]!.startsWith('Another language model started to solve this problem'),
-        )
-        assert.ok(summary, JSON.stringify(after).slice(0, 2000))
-        assert.ok(partTexts(summary)[0]!.endsWith(SUMMARY), partTexts(summary)[0])
-        const table = partTexts(summary)[1] ?? ''
-        assert.ok(table.startsWith(TABLE_HEADING), JSON.stringify(summary))
-        assert.ok(table.endsWith(row('notes.txt', '1-3 of 3', sha8(notes), '#0001')), table)
-      } finally {
-        await rig.close()
-      }
-    },
-  )
-})
+      },
+    )
+  })
+}

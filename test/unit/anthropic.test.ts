@@ -4,7 +4,7 @@ import { messagesDoor } from '../../src/doors/index.js'
 
 const toView = (request: any) => messagesDoor.toView(request.messages)
 const writeBack = (request: any, view: any, rebuilt: any) =>
-  messagesDoor.writeBack(request.messages, view, rebuilt)
+  messagesDoor.writeBack(request.messages, view, rebuilt) as any[]
 const withPromptBlock = (system: unknown, block: string) =>
   messagesDoor.withRecall({ system, messages: [] }, block, undefined).system
 

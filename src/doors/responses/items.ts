@@ -40,6 +40,10 @@ function itemMessage(item: Json): ChatMessage | undefined {
     case 'custom_tool_call_output':
       if (callId === undefined || typeof item.output !== 'string') return undefined
       return { role: 'tool', tool_call_id: callId, content: item.output }
+    case 'compaction':
+    case 'compaction_summary':
+      // A server-side summary, known by its own bytes (it has no text to read).
+      return { role: 'compaction', content: JSON.stringify(item) }
     default:
       if (item.type === 'message' || (item.type === undefined && typeof item.role === 'string'))
         return { role: String(item.role), content: messageText(item.content) }
@@ -64,13 +68,16 @@ export function messageText(content: unknown): string {
     .join('\n')
 }
 
-/** The items with the rebuild written back: tool outputs rendered, summaries with their table. */
+/**
+ * The items with the rebuild written back: tool outputs rendered, summaries with their table (an
+ * opaque compaction item has it in a message of its own after it).
+ */
 export function writeBack(
   items: readonly Json[],
   view: View,
   rendered: readonly ChatMessage[],
-): Json[] {
-  const out = [...items]
+): (Json | Json[])[] {
+  const out: (Json | Json[])[] = [...items]
   view.origins.forEach((at, i) => {
     const message = view.messages[i]!
     const shown = rendered[i]!
@@ -85,7 +92,12 @@ export function writeBack(
     // A summary (Codex's compaction) gets the table of files read before it.
     const before = String(message.content ?? '')
     const after = typeof shown.content === 'string' ? shown.content : ''
-    if (after.startsWith(before + '\n\n')) out[at] = withTable(item, after.slice(before.length + 2))
+    if (!after.startsWith(before + '\n\n')) return
+    const table = after.slice(before.length + 2)
+    out[at] =
+      message.role === 'compaction'
+        ? [item, { type: 'message', role: 'user', content: [{ type: 'input_text', text: table }] }]
+        : withTable(item, table)
   })
   return out
 }

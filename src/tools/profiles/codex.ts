@@ -47,5 +47,8 @@ export const codex = defineProfile({
       pattern:
         /^Another language model started to solve this problem and produced a summary of its thinking process\./,
     },
+    // The built-in `openai` provider compacts on the server (0.171: an input that ends
+    // `compaction_trigger`); its summary comes back as an encrypted `compaction` item.
+    { role: 'compaction', pattern: /^/ },
   ],
 })
