@@ -5,7 +5,7 @@ import { DOORS } from '../doors/index.js'
 import type { Door, Json } from '../pipeline/door.js'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import { warnOnce, type Logger } from '../log.js'
-import { admitBody } from '../pipeline/admission.js'
+import { admitBody, NOT_ADMITTED } from '../pipeline/admission.js'
 import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { turnBegins } from '../pace/index.js'
 import { isAbortError } from '../upstream/index.js'
@@ -67,14 +67,12 @@ export function createApp(deps: AppDeps): Hono {
   // The three front doors: one pipeline, each wire format an adapter.
   for (const door of DOORS) {
     app.post('/v1' + door.path, async (c) => {
-      const admitted = await admitBody(door, c.req.raw.headers, deps)
-      const { parsed, ended } = admitted
-      // Nothing to do after most requests: no listener for them.
-      if (ended) whenAnswered(c, ended)
       const encoding = c.req.header('content-encoding')
       const codings = contentCodings(encoding)
-      // A coded body's prefixes are digested once it is decoded, not as its bytes arrive.
-      const prefixes = codings.length === 0 ? admitted.prefixes : undefined
+      // A coded body is let in once decoded, by its size then (its prefixes digested then too).
+      let admitted =
+        codings.length === 0 ? await admitBody(door, c.req.raw.headers, deps) : NOT_ADMITTED
+      const prefixes = admitted.prefixes
       try {
         const received = await readBody(c, deps.options.maxBodyBytes, prefixes)
         const headers = upstreamHeaders(c.req.raw.headers)
@@ -96,6 +94,11 @@ export function createApp(deps: AppDeps): Hono {
           codings.length === 0
             ? received
             : await decodeBody(received, codings, deps.options.maxBodyBytes)
+        if (codings.length > 0)
+          admitted = await admitBody(door, c.req.raw.headers, deps, rawBody.length)
+        // Nothing to do after most requests: no listener for them.
+        if (admitted.ended) whenAnswered(c, admitted.ended)
+        const parsed = admitted.parsed
         turnBegins()
         const reply = await handle(
           door,
@@ -115,7 +118,7 @@ export function createApp(deps: AppDeps): Hono {
       } catch (error) {
         return errorResponse(c, error, deps.log, door)
       } finally {
-        parsed()
+        admitted.parsed()
       }
     })
   }

@@ -70,12 +70,16 @@ export interface Admitted {
 
 const NOTHING = () => {}
 
+/** A body not (yet) let in: nothing held, nothing to do after it. */
+export const NOT_ADMITTED: Admitted = { parsed: NOTHING }
+
 /**
  * Before a body is read. A request that may go on from a remembered session state gets its
  * prefixes digested while it arrives. One that cannot (a new session, a restart, another
  * replica) will be parsed whole, which takes several times its size in memory: such bodies are
  * let in within `--cold-bodies-mb`, so many sessions starting together wait their turn instead
- * of all holding their bodies and parse trees at once.
+ * of all holding their bodies and parse trees at once. A compressed body is let in once decoded,
+ * by its decoded size (`decoded`): its length on the wire says little of what it holds.
  */
 export async function admitBody(
   door: Door,
@@ -84,11 +88,12 @@ export async function admitBody(
     readonly coldBodies?: ByteBudget
     readonly coldCollector?: ColdCollector | undefined
   },
+  decoded?: number,
 ): Promise<Admitted> {
   const key = spliceKey(door, headers, deps.sessionSources, deps.memos.tenants)
   const prefixes = deps.splice.watch(key)
   if (prefixes) return { prefixes, parsed: NOTHING }
-  const declared = Number(headers.get('content-length'))
+  const declared = decoded ?? Number(headers.get('content-length'))
   const bytes = Number.isFinite(declared) && declared > 0 ? declared : UNKNOWN_BYTES
   const collector = deps.coldCollector
   const ended = collector && bytes >= collector.minBytes ? () => collector.ended(bytes) : undefined

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { test } from 'node:test'
+import { gzipSync } from 'node:zlib'
 import { createStore } from '../../src/store/index.js'
 import { startProxyCli, stopCli } from '../helpers/cli.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
@@ -89,6 +90,40 @@ test('a new session waits while cold bodies fill the budget; a known session or 
   assert.equal(await slow.answered, 200)
   assert.equal(await waiting, 200)
   assert.deepEqual(order, ['slow finished', 'waiting'], 'let in once the slow body was parsed')
+})
+
+test('a compressed new body is let in by its decoded size, not its length on the wire', async (t) => {
+  const upstream = await startFakeUpstream()
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store, coldBodiesBytes: 150_000 })
+  let slow: ReturnType<typeof slowPost> | undefined
+  t.after(async () => {
+    slow?.finish()
+    await proxy.close()
+    await upstream.close()
+  })
+  slow = slowPost(proxy.url, JSON.stringify(body('slow')), 'slow')
+  // About 100 KB once decoded, a few hundred bytes gzipped: it does not fit beside the slow one.
+  const zipped = gzipSync(JSON.stringify(body('zipped')))
+  assert.ok(zipped.length < 4096, `${zipped.length} bytes`)
+  const order: string[] = []
+  const waiting = fetch(proxy.url + '/v1/chat/completions', {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+      authorization: 'Bearer test-key',
+      'x-session-id': 'zipped',
+    },
+    body: zipped,
+  }).then(async (reply) => (order.push('zipped'), await reply.text(), reply.status))
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  assert.equal(order.length, 0, 'the compressed body waits for room')
+  order.push('slow finished')
+  slow.finish()
+  assert.equal(await slow.answered, 200)
+  assert.equal(await waiting, 200)
+  assert.deepEqual(order, ['slow finished', 'zipped'])
 })
 
 test('many new sessions at once within a small budget: every one answered', async (t) => {
