@@ -303,7 +303,6 @@ for (const agent of ['opencode', 'kilo'] as const) {
             (m: any) => m.role === 'user' && partTexts(m)[0] === 'What did we do so far?',
           )
           assert.ok(asked > 0, JSON.stringify(after.messages).slice(0, 2000))
-          console.log('ASKED', JSON.stringify(after.messages[asked]))
           const table = tableAfter(after.messages[asked + 1], SUMMARY)
           // The read whose result went into the summary before any request carried it is not
           // the proxy's to know.
