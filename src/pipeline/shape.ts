@@ -4,7 +4,7 @@ import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'
 import { NO_ELISION, readElision, withBatch, writeBatch } from '../session/elision.js'
 import { keys } from '../session/records.js'
-import { signalledSummary, summaryIndices } from '../session/summaries.js'
+import { marks, signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
 import type { Profile } from '../tools/index.js'
@@ -345,9 +345,10 @@ function systemKey(system: string, profile: Profile): string {
   return shortHash(text)
 }
 
-/** A message an agent's compaction marker matches: such requests take the full path. */
+/**
+ * A message an agent's compaction marker matches: such requests take the full path. (A marker
+ * of the history's first message is never appended to a history already sent.)
+ */
 export function isMarker(message: ChatMessage, profile: Profile): boolean {
-  return profile.compaction.some(
-    (marker) => marker.role === message.role && marker.pattern.test(contentText(message.content)),
-  )
+  return profile.compaction.some((marker) => !marker.first && marks(marker, message))
 }

@@ -31,7 +31,7 @@ export function summaryIndices(
  * may put parts of its own before the summary (Claude Code's automatic compaction starts its
  * summary message with a `<system-reminder>` part giving the date).
  */
-function marks(marker: CompactionMarker, message: ChatMessage): boolean {
+export function marks(marker: CompactionMarker, message: ChatMessage): boolean {
   if (marker.role !== message.role) return false
   const content = message.content
   if (marker.pattern.test(contentText(content))) return true

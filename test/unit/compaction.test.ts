@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { signalledSummary, summaryIndices } from '../../src/session/summaries.js'
 import { defaultProfile } from '../../src/tools/index.js'
+import { isMarker } from '../../src/pipeline/shape.js'
 import type { ChatMessage } from '../../src/wire/chat.js'
 
 const markers = defaultProfile.compaction
@@ -177,6 +178,14 @@ describe("agents' compaction markers", () => {
     // Only the first message after the system prompt.
     const later: ChatMessage[] = [system, { role: 'user', content: 'hi' }, messages[1]!]
     assert.deepEqual(summaryIndices(later, markers, undefined, cn), [])
+  })
+  test('a history that ends with a marker goes the full path next; an answer is no marker', () => {
+    assert.equal(isMarker({ role: 'assistant', content: 'Done.' }, defaultProfile), false)
+    const asked = {
+      role: 'user',
+      content: [{ type: 'text' as const, text: 'What did we do so far?' }],
+    }
+    assert.equal(isMarker(asked, defaultProfile), true)
   })
   test('the compaction header names a message, or the first one after the system prompt', () => {
     const messages: ChatMessage[] = [system, { role: 'user', content: 'our summary' }]
