@@ -5,7 +5,7 @@
  * before it; ids go on after it. (Claude Code's compactions: claude-code-cli.test.ts.)
  */
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -569,6 +569,96 @@ for (const { provider, again, args } of CODEX_PROVIDERS) {
           const sent = main.at(-1)!.body
           assert.ok(sent.includes(JSON.stringify(after!.slice(0, after!.length - 1)).slice(1, -1)))
           assert.equal(tableOf(later!), table)
+        } finally {
+          await rig.close()
+        }
+      },
+    )
+  })
+}
+
+const cline = AGENT_PACKAGES.cline
+/**
+ * Cline (its "Cline 4" CLI) compacts on its own once the reported usage passes its window: by
+ * default a model's summary (`Context summary:` opening a user message), with `--compaction
+ * basic` a notice it writes itself, in a part after the task's.
+ */
+for (const mode of ['agentic', 'basic'] as const) {
+  describe(`${cline.name}@${cline.version} compacting (${mode}), run for real through the proxy`, () => {
+    test(
+      'on its own past its window: the table follows the summary',
+      { timeout: RUN_TIMEOUT_MS + 30_000 },
+      async () => {
+        const project = makeLiveProject('cline')
+        const main: RecordedRequest[] = []
+        const summaries: RecordedRequest[] = []
+        const SUMMARY = 'We read big.ts and util.ts. Next: report.'
+        const fake = await startFakeUpstream((request) => {
+          const json = request.json
+          if (!toolNames(json).includes('read_files')) {
+            const system = partTexts(json?.messages?.[0] ?? { content: '' }).join('')
+            if (system.startsWith('Summarize the provided coding session')) summaries.push(request)
+            return say(SUMMARY)
+          }
+          main.push(request)
+          const read = (path: string, prompt?: number) =>
+            call(`call_l${main.length}`, 'read_files', { files: [{ path }] }, prompt)
+          switch (main.length) {
+            case 1:
+              return read(project.big)
+            case 2:
+              return read(project.util)
+            case 3:
+              // Far past the 16,000-token window: Cline compacts before its next request.
+              return read(project.util, 1_000_000)
+            default:
+              return say(`Turn ${main.length} done.`)
+          }
+        })
+        const stop = new AbortController()
+        const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
+        try {
+          const binary = agentBinary('cline')
+          const env = isolatedEnv(project.home, { CLINE_SESSION_BACKEND_MODE: 'local' })
+          execFileSync(
+            binary,
+            [
+              'auth',
+              '-p',
+              'openai',
+              '-k',
+              'live-key',
+              '-m',
+              'live-model',
+              '-b',
+              `${rig.tap.url}/v1`,
+            ],
+            { cwd: project.root, env, stdio: 'pipe', timeout: 60_000 },
+          )
+          // A small window, in the provider settings `cline auth` wrote.
+          const settings = join(project.home, '.cline', 'data', 'settings', 'providers.json')
+          const providers = JSON.parse(readFileSync(settings, 'utf8'))
+          providers.providers['openai-compatible'].settings.contextWindow = 16_000
+          writeFileSync(settings, JSON.stringify(providers, null, 2))
+          const run = await runAgent(binary, ['--compaction', mode, 'Read the files.'], {
+            cwd: project.root,
+            env,
+            timeoutMs: RUN_TIMEOUT_MS,
+            stop: stop.signal,
+          })
+          assert.equal(run.code, 0, describeRun(run))
+          assert.equal(summaries.length, mode === 'agentic' ? 1 : 0, describeRun(run))
+          assert.ok(main.length >= 4, describeRun(run))
+          const after = main[3]!.json.messages
+          const opening = mode === 'agentic' ? 'Context summary:\n\n' : '<SYSTEM_NOTICE>\n'
+          const table = tableAfter(after[1], opening)
+          assert.ok(
+            table.endsWith(
+              row(project.big, '1-301 of 301', sha8(project.big), '#0001') +
+                row(project.util, '1-7 of 7', sha8(project.util), '#0002'),
+            ),
+            table,
+          )
         } finally {
           await rig.close()
         }
