@@ -1,8 +1,9 @@
 /**
- * Real agent CLIs compacting through the proxy (test/e2e/live/README.md): Qwen Code 0.24.4 on
- * its own (when the reported usage nears its window) and on `/compress`, opencode 1.18.33 on its
- * own. The summary each sends is found where the CLI puts it and gets the table of the files read
- * before it; ids go on after it. (Claude Code's compactions: claude-code-cli.test.ts.)
+ * Real agent CLIs compacting through the proxy (test/e2e/live/README.md): Qwen Code on its own
+ * and on `/compress`, opencode and Kilo, the Continue CLI, Codex with a provider of its own and
+ * with its built-in one (compacting on the server), Cline agentic and basic. The summary each
+ * sends is found where the CLI puts it and gets the table of the files read before it; ids go
+ * on after it. (Claude Code's compactions: claude-code-cli.test.ts.)
  */
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
