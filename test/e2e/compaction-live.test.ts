@@ -22,6 +22,7 @@ import { responsesEvents } from '../helpers/fake-responses.js'
 import {
   AGENT_PACKAGES,
   agentBinary,
+  continueConfig,
   isolatedEnv,
   makeLiveProject,
   opencodeCommand,
@@ -349,26 +350,11 @@ describe(`${cn.name}@${cn.version} compacting, run for real through the proxy`, 
       const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
       try {
         // A small window: cn counts the history itself and compacts once the read is in.
-        const config = join(project.home, 'config.yaml')
-        writeFileSync(
-          config,
-          [
-            'name: live',
-            'version: 1.0.0',
-            'schema: v1',
-            'models:',
-            '  - name: live-model',
-            '    provider: openai',
-            '    model: live-model',
-            `    apiBase: ${rig.tap.url}/v1`,
-            '    apiKey: live-key',
-            '    roles: [chat, edit, apply]',
-            '    defaultCompletionOptions:',
-            '      contextLength: 4000',
-            '      maxTokens: 300',
-            '',
-          ].join('\n'),
-        )
+        const config = continueConfig(`${rig.tap.url}/v1`, project, [
+          '    defaultCompletionOptions:',
+          '      contextLength: 4000',
+          '      maxTokens: 300',
+        ])
         const run = await runAgent(
           agentBinary('continue'),
           ['-p', 'Read src/big.ts.', '--config', config, '--auto'],

@@ -9,7 +9,14 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
+import {
+  agentBinary,
+  continueConfig,
+  describeRun,
+  isolatedEnv,
+  makeLiveProject,
+  runAgent,
+} from './live/agents.js'
 import type { Call } from './live/model.js'
 import { scriptedRun } from './live/rig.js'
 
@@ -48,23 +55,7 @@ test(
     const live = await scriptedRun(project, STEPS, FINAL, isMain)
     const { rig, stop } = live
     try {
-      const config = join(project.home, 'config.yaml')
-      writeFileSync(
-        config,
-        [
-          'name: live',
-          'version: 1.0.0',
-          'schema: v1',
-          'models:',
-          '  - name: live-model',
-          '    provider: openai',
-          '    model: live-model',
-          `    apiBase: ${rig.tap.url}/v1`,
-          '    apiKey: live-key',
-          '    roles: [chat, edit, apply]',
-          '',
-        ].join('\n'),
-      )
+      const config = continueConfig(`${rig.tap.url}/v1`, project)
       const run = await runAgent(binary, ['-p', 'Look around src.', '--config', config, '--auto'], {
         cwd: project.root,
         env: isolatedEnv(project.home),

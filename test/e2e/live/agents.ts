@@ -252,6 +252,32 @@ export function opencodeCommand(
   }
 }
 
+/**
+ * The Continue CLI's config in the scratch home: one OpenAI-compatible model at `baseUrl`, with
+ * `extra` lines of its model entry (completion options).
+ */
+export function continueConfig(
+  baseUrl: string,
+  project: LiveProject,
+  extra: readonly string[] = [],
+): string {
+  const config = join(project.home, 'config.yaml')
+  const model = [
+    '  - name: live-model',
+    '    provider: openai',
+    '    model: live-model',
+    `    apiBase: ${baseUrl}`,
+    '    apiKey: live-key',
+    '    roles: [chat, edit, apply]',
+    ...extra,
+  ]
+  writeFileSync(
+    config,
+    ['name: live', 'version: 1.0.0', 'schema: v1', 'models:', ...model, ''].join('\n'),
+  )
+  return config
+}
+
 /** Qwen Code's flags for an OpenAI-compatible server at `baseUrl`, every tool approved. */
 export function qwenFlags(baseUrl: string): string[] {
   return [
