@@ -6,7 +6,7 @@
  * on after it. (Claude Code's compactions: claude-code-cli.test.ts.)
  */
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -78,54 +78,6 @@ function tableAfter(message: any, summary: string): string {
   return table
 }
 
-/**
- * The CLI in stream-json mode, one process: each line goes in once the CLI has answered the one
- * before (its `result` event); killed at `timeoutMs` or when `stop` aborts.
- */
-function runStreamJson(
-  command: string,
-  args: readonly string[],
-  lines: readonly string[],
-  options: { cwd: string; env: Record<string, string>; timeoutMs: number; stop: AbortSignal },
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: true,
-    })
-    const kill = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL')
-      } catch {
-        // already gone
-      }
-    }
-    const timer = setTimeout(kill, options.timeoutMs)
-    options.stop.addEventListener('abort', kill, { once: true })
-    let stdout = ''
-    let stderr = ''
-    let sent = 0
-    const next = () => {
-      if (sent < lines.length) child.stdin.write(lines[sent++] + '\n')
-      else child.stdin.end()
-    }
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      const results = (chunk.match(/"type":"result"/g) ?? []).length
-      stdout += chunk
-      for (let i = 0; i < results; i++) next()
-    })
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    child.on('error', reject)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-    next()
-  })
-}
-
 const userLine = (content: string) =>
   JSON.stringify({
     type: 'user',
@@ -177,7 +129,7 @@ describe(`${qwen.name}@${qwen.version} compressing, run for real through the pro
       const stop = new AbortController()
       const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
       try {
-        const run = await runStreamJson(
+        const run = await runAgent(
           agentBinary('qwen'),
           [
             ...qwenFlags(rig.tap.url + '/v1'),
@@ -186,15 +138,19 @@ describe(`${qwen.name}@${qwen.version} compressing, run for real through the pro
             '--output-format',
             'stream-json',
           ],
-          [userLine('Read the files.'), userLine('/compress'), userLine('Read util.ts again.')],
           {
             cwd: project.root,
             env: isolatedEnv(project.home),
             timeoutMs: RUN_TIMEOUT_MS,
             stop: stop.signal,
+            // One process, three turns: the next once the CLI's `result` event ends the last.
+            input: {
+              lines: ['Read the files.', '/compress', 'Read util.ts again.'].map(userLine),
+              answered: /"type":"result"/,
+            },
           },
         )
-        const about = `exit ${run.code}\n${run.stderr.slice(-2000)}\n${run.stdout.slice(-2000)}`
+        const about = describeRun(run)
         assert.equal(run.code, 0, about)
         assert.equal(compressions.length, 2, about)
         assert.equal(main.length, 7, about)

@@ -316,26 +316,54 @@ export interface AgentRun {
 }
 
 /**
+ * Lines for a CLI's standard input (a stream-json session): the first at once, each next one
+ * when the CLI's output shows `answered` (its end of a turn); then the input ends.
+ */
+export interface AgentInput {
+  readonly lines: readonly string[]
+  readonly answered: RegExp
+}
+
+/**
  * Runs the CLI in its own process group; on timeout, or when `stop` aborts (a failure already
  * seen: no use waiting out the agent's retries), the group is killed (SIGKILL after 3 s).
  */
 export function runAgent(
   command: string,
   args: readonly string[],
-  options: { cwd: string; env: Record<string, string>; timeoutMs: number; stop?: AbortSignal },
+  options: {
+    cwd: string
+    env: Record<string, string>
+    timeoutMs: number
+    stop?: AbortSignal
+    input?: AgentInput
+  },
 ): Promise<AgentRun> {
   const started = Date.now()
+  const input = options.input
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd,
       env: options.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       detached: true,
     })
     let stdout = ''
     let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    let fed = 0
+    const feed = () => {
+      if (!input || !child.stdin) return
+      if (fed < input.lines.length) child.stdin.write(input.lines[fed++] + '\n')
+      else child.stdin.end()
+    }
+    feed()
+    const answers = input && new RegExp(input.answered.source, 'g')
+    // Piped both (the input's choice only widens spawn's type).
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+      for (let n = answers ? (chunk.match(answers) ?? []).length : 0; n > 0; n--) feed()
+    })
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
     let timedOut = false
     const kill = (signal: NodeJS.Signals) => {
       try {
