@@ -170,6 +170,7 @@ function finished(
     promptTokens: usage.promptTokens,
     cachedTokens: usage.cachedTokens,
     ...(rebuild?.cacheBreak ? { cacheBreak: rebuild.cacheBreak } : {}),
+    ...(rebuild?.newSummaries ? { compacted: rebuild.newSummaries } : {}),
   })
   deps.stats?.recordRequest({
     door: seen.door,

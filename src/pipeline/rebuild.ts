@@ -47,6 +47,8 @@ export interface HistoryStats {
   restoredExchanges: number
   /** Summaries that carry the table of files read before them. */
   compactions: number
+  /** Summaries seen for the first time: the agent has just compacted. */
+  newSummaries?: number
   /** Tool results shown as an elided stand-in. */
   elided?: number
   /** New results of known agent tools not answered as their profile expects (agent drift). */
@@ -210,11 +212,15 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
     for (const [key, record] of written) records.tools.set(key, record)
   }
   const scope = session.scope
-  const tables =
+  const { tables, fresh: newSummaries } =
     scope === undefined
-      ? new Map<number, string>()
+      ? { tables: new Map<number, string>(), fresh: 0 }
       : await compactionTables(messages, input.continuity.summaries, scope, deps.store, deps.rules)
-  const counts = { ...savings, newResults: stillFresh.length }
+  const counts = {
+    ...savings,
+    newResults: stillFresh.length,
+    ...(newSummaries > 0 ? { newSummaries } : {}),
+  }
   const assembled = async (elision: Elision): Promise<Rebuilt> => {
     const rebuilt = await assemble({ ...input, elision }, records.tools, tables, records.extra)
     Object.assign(rebuilt.stats, counts)

@@ -14,6 +14,13 @@ export function summaryKey(message: ChatMessage): string {
   return shortHash(message.role + '\u0000' + contentText(message.content))
 }
 
+/** The tables after the request's summaries, by message index, and how many were new. */
+export interface SummaryTables {
+  readonly tables: Map<number, string>
+  /** Summaries seen for the first time: the agent has just compacted. */
+  readonly fresh: number
+}
+
 /**
  * The table for each summary in the request (spec §7). A summary seen before gets the table it
  * got then; a new one gets the newest full read of each file among the results of the request
@@ -26,15 +33,17 @@ export async function compactionTables(
   scope: string,
   store: Store,
   rules: ContextRules,
-): Promise<Map<number, string>> {
+): Promise<SummaryTables> {
   const tables = new Map<number, string>()
-  if (summaries.length === 0) return tables
+  let fresh = 0
+  if (summaries.length === 0) return { tables, fresh }
   const summaryKeys = summaries.map((index) => keys.compaction(summaryKey(messages[index]!)))
   const known = await store.get(scope, summaryKeys)
   const newest = summaries.length - 1
   for (const [i, index] of summaries.entries()) {
     let record = parseRecord<CompactionRecord>(known[i])
     if (!record) {
+      fresh++
       // Only the newest summary covers the history the session has just had.
       const table =
         i === newest ? renderCompactionTable(await readsBeforeHead(scope, store), rules) : undefined
@@ -45,7 +54,7 @@ export async function compactionTables(
     }
     if (record?.table) tables.set(index, record.table)
   }
-  return tables
+  return { tables, fresh }
 }
 
 /**

@@ -66,6 +66,7 @@ const COLUMNS: readonly [header: string, value: (f: Figures) => string][] = [
   ['$ saved', (f) => (f.moneySaved == null ? '-' : f.moneySaved.toFixed(4))],
   ['recalls', (f) => String(f.recalls)],
   ['client breaks', (f) => String(f.clientBreaks ?? 0)],
+  ['compactions', (f) => String(f.compactions ?? 0)],
   ['prompt', (f) => String(f.promptTokens)],
   ['cached', (f) => String(f.cachedTokens)],
   ['cached %', (f) => (f.cachedRatio === null ? '-' : (f.cachedRatio * 100).toFixed(1))],

@@ -26,6 +26,8 @@ export interface RebuildCounts {
   readonly carriedChars?: number | undefined
   /** The prompt block and the recall tool the proxy added, in characters. */
   readonly overheadChars?: number | undefined
+  /** Summaries seen for the first time: the agent compacted (the table follows each). */
+  readonly newSummaries?: number | undefined
 }
 
 /** `--price-per-mtok` with `--cached-discount` and `--cache-write-premium`: money, when set. */
@@ -106,6 +108,8 @@ export interface Figures {
   recalls: number
   /** Results of known agent tools not as their profile expects: the agent's output drifted. */
   unrecognised: number
+  /** The agent's compactions the proxy found (each summary followed by its table). */
+  compactions: number
   /** Requests where the client changed what it had sent before: the prompt cache broke there. */
   clientBreaks: number
   /** The previous requests' tokens after those changes: written to the cache and billed again. */
@@ -275,6 +279,7 @@ export function createStats(
         m.charsSaved.inc(rebuild.charsSaved)
         m.tokensSaved.inc(rebuild.charsSaved / CHARS_PER_TOKEN)
         if (rebuild.spliced) m.spliced.inc()
+        if (rebuild.newSummaries) m.compactions.inc(rebuild.newSummaries)
         if (rebuild.results?.length) {
           recent.unshift({
             at: new Date().toISOString(),
@@ -398,6 +403,7 @@ function emptyFigures(): Figures {
     moneySaved: null,
     recalls: 0,
     unrecognised: 0,
+    compactions: 0,
     clientBreaks: 0,
     clientBreakTokens: 0,
     proxyBreaks: 0,
@@ -429,6 +435,7 @@ function add(
     figures.inputTokensSaved += saved.tokens
     if (saved.money !== null) figures.moneySaved = round6((figures.moneySaved ?? 0) + saved.money)
     figures.unrecognised += rebuild.unrecognised?.length ?? 0
+    figures.compactions += rebuild.newSummaries ?? 0
     const broken = rebuild.cacheBreak
     if (broken?.by === 'client') {
       figures.clientBreaks++
@@ -508,6 +515,10 @@ function metricsOf(registry: Registry) {
       'Estimated tokens not sent upstream: lembas_chars_saved_total / 4.',
     ),
     spliced: counter('lembas_spliced_total', 'Requests handled on the fast path.'),
+    compactions: counter(
+      'lembas_compactions_total',
+      "The agents' compactions found: summaries seen for the first time, each followed by the table of files read before it.",
+    ),
     unrecognised: counter(
       'lembas_unrecognised_results_total',
       "Results of a known agent tool not answered as its profile expects (the agent's output changed), by tool.",

@@ -518,10 +518,13 @@ describe(`${pkg.name}@${pkg.version} compacting, run for real through /v1/messag
         }
       })
       // The refusal is the test's own; any other answer but a 200 stops the run.
+      const stats = createStats()
+      const lines: string[] = []
+      const log = createLogger('info', (line) => void lines.push(line))
       const rig = await liveProxy(
         project,
         fake,
-        {},
+        { stats, log },
         {
           onAnswer: (exchange) => {
             if (exchange.status !== 200 && !exchange.response.includes('prompt is too long'))
@@ -552,6 +555,9 @@ describe(`${pkg.name}@${pkg.version} compacting, run for real through /v1/messag
         assert.equal(first.code, 0, describeRun(first))
         assert.ok(first.stdout.includes(AFTER_COMPACTION), describeRun(first))
         assert.ok(refused)
+        // Counted where a user looks: the request's log line, /stats, /metrics.
+        assert.equal(lines.filter((line) => line.includes('"compacted":1')).length, 1)
+        assert.equal(stats.snapshot().totals.compactions, 1)
         assert.equal(summaries.length, 1)
         assert.equal(main.length, 5, describeRun(first))
         const sessionId = JSON.parse(first.stdout).session_id
@@ -615,6 +621,8 @@ describe(`${pkg.name}@${pkg.version} compacting, run for real through /v1/messag
           second,
         )
         assert.ok(!second.includes('#0001'), second)
+        assert.equal(stats.snapshot().totals.compactions, 2)
+        assert.match(await stats.metrics(), /^lembas_compactions_total 2$/m)
       } finally {
         await rig.close()
       }
