@@ -251,7 +251,7 @@ async function run(
   seen.messages = prepared.items
   seen.session = session
   seen.rebuild = prepared.stats
-  if (!prepared.recall) {
+  if (prepared.recall === 'client') {
     deps.log.warn('recall-left-to-client', {
       reason: `the client defines a tool named ${deps.recall.name}`,
     })
@@ -277,7 +277,7 @@ async function run(
     session,
     place: prepared.place,
     signal: input.signal,
-    recall: prepared.recall ? deps.recall : null,
+    recall: prepared.recall === 'proxy' ? deps.recall : null,
     upstream: deps.upstream.forPath(door.path),
     store: deps.store,
     nextIds: deps.memos.nextIds,

@@ -43,7 +43,7 @@ export interface PrepareDeps extends ShapeDeps {
 }
 
 export type Prepared =
-  /** No tools: nothing to shape, nothing to add; the client's bytes go as they are. */
+  /** No tools and no tool results: nothing to shape; the client's bytes go as they are. */
   | { readonly kind: 'plain'; readonly request: Json }
   | {
       readonly kind: 'rebuilt'
@@ -59,8 +59,12 @@ export type Prepared =
         /** What the proxy adds to every request: the prompt block and the recall tool. */
         readonly overheadChars: number
       }
-      /** False when the client defines its own `recall`: nothing is intercepted then. */
-      readonly recall: boolean
+      /**
+       * Who answers `recall`: the proxy (its tool added); the client, which defines its own
+       * (nothing intercepted); or none, in a request that offers no tools at all (an agent's
+       * summarisation request: its history shaped like the others, no tool added to it).
+       */
+      readonly recall: 'proxy' | 'client' | 'none'
     }
 
 export interface PrepareInput {
@@ -121,7 +125,7 @@ async function prepareWhole(
   const { door, bytes, headers } = input
   const parsed = await parseBody(bytes, door.arrayKey, deps.maxDepth)
   const request = checked(door, parsed.value)
-  if (!door.shaped(request)) return { kind: 'plain', request }
+  if (!door.shaped(request) && !carriesResults(door, request)) return { kind: 'plain', request }
   const items = request[door.arrayKey] as Json[]
   const identity = identify(
     headers,
@@ -313,22 +317,38 @@ function finish(
     stats: {
       ...shaped.stats,
       spliced,
-      overheadChars: overheadChars(deps, around.clientHasRecall),
+      overheadChars: overheadChars(deps, around.recall !== 'proxy'),
       ...(broken ? { cacheBreak: broken } : {}),
     },
-    recall: !around.clientHasRecall,
+    recall: around.recall,
   }
 }
 
 /** The upstream bytes around the items: the request's fields with the prompt block and recall. */
 function frame(door: Door, request: Json, deps: PrepareDeps) {
-  const clientHasRecall = door.definesTool(request, deps.recall.name)
+  const recall = !door.shaped(request)
+    ? 'none'
+    : door.definesTool(request, deps.recall.name)
+      ? 'client'
+      : 'proxy'
   const fields = door.withRecall(
     request,
     deps.promptBlock,
-    clientHasRecall ? undefined : deps.recall.tool,
+    recall === 'proxy' ? deps.recall.tool : undefined,
   )
-  return { clientHasRecall, body: framing(fields, door.arrayKey) }
+  return { recall, body: framing(fields, door.arrayKey) } as const
+}
+
+/**
+ * A request that offers no tools but carries tool results: an agent's summarisation request
+ * (Codex's `tools: []`, Qwen Code's fallback). Its history goes as the others' did (ids, stubs,
+ * caps), or it would carry every result whole, more than the requests before it ever sent.
+ */
+function carriesResults(door: Door, request: Json): boolean {
+  const items = request[door.arrayKey]
+  return (
+    Array.isArray(items) && door.toView(items as Json[]).messages.some((m) => m.role === 'tool')
+  )
 }
 
 /**
@@ -418,13 +438,13 @@ function fieldsText(bytes: Buffer, arrayStart: number, arrayEnd: number): string
 }
 
 /** The prompt block and the recall tool (unless the client has its own), in characters. */
-function overheadChars(deps: PrepareDeps, clientHasRecall: boolean): number {
+function overheadChars(deps: PrepareDeps, noRecallTool: boolean): number {
   let chars = overheads.get(deps.recall)
   if (chars === undefined) {
     chars = JSON.stringify(deps.recall.tool).length
     overheads.set(deps.recall, chars)
   }
-  return deps.promptBlock.length + (clientHasRecall ? 0 : chars)
+  return deps.promptBlock.length + (noRecallTool ? 0 : chars)
 }
 
 const overheads = new WeakMap<object, number>()

@@ -19,7 +19,7 @@ import {
   type Say,
   toolTexts,
 } from '../helpers/model.js'
-import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { chatWithResults, postChat, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
@@ -296,6 +296,45 @@ describe('compaction', () => {
     assert.equal(last.messages[1].content, SUMMARY, 'ambiguous: no table from either session')
     assert.match(toolTexts(last)[0]!, /^\[#0001 /, 'a new session counts from #0001')
   })
+})
+
+test('a summarisation request that offers no tools: its history as the requests before it had it, no tool added', async (t) => {
+  const upstream = await startFakeUpstream()
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  const proxy = await startProxy({ upstreamUrl: upstream.url, store })
+  t.after(async () => {
+    await proxy.close()
+    await upstream.close()
+  })
+  const long = Array.from({ length: 600 }, (_, i) => `line ${i + 1}`).join('\n')
+  const turn = chatWithResults([{ id: 'call_seq', output: long }])
+  assert.equal((await postChat(proxy.url, turn, { 'x-session-id': 's' })).status, 200)
+  const shown = upstream.requests[0]!.json.messages[3].content
+  assert.match(shown, /^\[#0001\]\n/)
+  // The agent asks for a summary of the same history, with no tools; one result new there.
+  const { tools: _, ...fields } = turn
+  const summarise = {
+    ...fields,
+    messages: [
+      ...turn.messages,
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_ls', type: 'function', function: { name: 'Bash', arguments: '{}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_ls', content: 'a.ts\nb.ts' },
+      { role: 'user', content: 'Summarise the conversation so far.' },
+    ],
+  }
+  assert.equal((await postChat(proxy.url, summarise, { 'x-session-id': 's' })).status, 200)
+  const sent = upstream.requests[1]!.json
+  assert.equal(sent.tools, undefined, 'no tool added to a request that offers none')
+  assert.equal(sent.messages[3].content, shown, 'the capped result as it was sent before')
+  assert.equal(sent.messages[5].content, '[#0002]\na.ts\nb.ts')
+  // The prompt block explains the ids it shows.
+  assert.match(sent.messages[0].content, /Tool results start \[#id\]/)
 })
 
 describe('rewinds, forks and pruned results', () => {
