@@ -80,7 +80,10 @@ export interface Door extends AnswerShape {
   readonly label: string
   /** The request's shape, checked. */
   check(body: unknown): Parsed<Json>
-  /** False when the request has nothing to shape (no tools): its bytes go on as they came. */
+  /**
+   * Whether the request offers tools (the recall tool joins them). One that offers none goes on
+   * as it came, unless it carries tool results (an agent's summarisation request).
+   */
   shaped(request: Json): boolean
   stream(request: Json): boolean
   /** The client's tools as chat definitions, for classifying calls. */
