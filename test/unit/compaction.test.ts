@@ -134,6 +134,19 @@ describe("agents' compaction markers", () => {
       assert.deepEqual(summaryIndices(messages, markers), [summary])
     })
   }
+  test("opencode's question opens the history after its compaction; asked later, it is the user's", () => {
+    const asked: ChatMessage = { role: 'user', content: 'What did we do so far?' }
+    const answer: ChatMessage = { role: 'assistant', content: 'We read two files.' }
+    assert.deepEqual(summaryIndices([system, asked, answer], markers), [2])
+    const later: ChatMessage[] = [
+      system,
+      { role: 'user', content: 'Fix it.' },
+      answer,
+      asked,
+      answer,
+    ]
+    assert.deepEqual(summaryIndices(later, markers), [])
+  })
   test('an ordinary conversation has no summary', () => {
     const messages: ChatMessage[] = [
       system,
@@ -181,11 +194,15 @@ describe("agents' compaction markers", () => {
   })
   test('a history that ends with a marker goes the full path next; an answer is no marker', () => {
     assert.equal(isMarker({ role: 'assistant', content: 'Done.' }, defaultProfile), false)
-    const asked = {
+    // Cline's own notice, in a part after the task's.
+    const notice = {
       role: 'user',
-      content: [{ type: 'text' as const, text: 'What did we do so far?' }],
+      content: [
+        { type: 'text' as const, text: 'Fix it.' },
+        { type: 'text' as const, text: '<SYSTEM_NOTICE>\nEarlier context was compacted. Summary:' },
+      ],
     }
-    assert.equal(isMarker(asked, defaultProfile), true)
+    assert.equal(isMarker(notice, defaultProfile), true)
   })
   test('the compaction header names a message, or the first one after the system prompt', () => {
     const messages: ChatMessage[] = [system, { role: 'user', content: 'our summary' }]

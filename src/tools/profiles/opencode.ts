@@ -56,5 +56,9 @@ export const opencode = defineProfile({
     /^Offset \d+ is out of range/,
     /^offset must be/,
   ],
-  compaction: [{ role: 'user', pattern: /^What did we do so far\?$/, summary: 'next' }],
+  // After a compaction the history opens with the question (1.18.33; Kilo 7.7.7 too): the same
+  // words asked later in a conversation are the user's own.
+  compaction: [
+    { role: 'user', pattern: /^What did we do so far\?$/, summary: 'next', first: true },
+  ],
 })
