@@ -91,13 +91,17 @@ function assertSane(reply: Reply, sent: string | Buffer): void {
   assert.ok(reply.upstream.length > 0, 'a 2xx was forwarded')
   const first = reply.upstream[0]!
   const text = (Buffer.isBuffer(sent) ? sent : Buffer.from(sent)).toString('utf8')
-  const tools = JSON.parse(text).tools
-  if (!Array.isArray(tools) || tools.length === 0) {
-    // No tools: nothing to shape, so the bytes go as they came.
+  const request = JSON.parse(text)
+  const tools = request.tools
+  const offers = Array.isArray(tools) && tools.length > 0
+  const results = Array.isArray(request.messages) && request.messages.some(isToolMessage)
+  if (!offers && !results) {
+    // No tools and no results: nothing to shape, so the bytes go as they came.
     assert.equal(first.body, text)
     return
   }
-  if (!tools.some((tool: any) => tool?.function?.name === 'recall'))
+  if (!offers) assert.deepEqual(first.json.tools, tools, 'no tool added to a request without')
+  else if (!tools.some((tool: any) => tool?.function?.name === 'recall'))
     assert.equal(first.json.tools.at(-1).function.name, 'recall', 'the proxy added recall')
   for (const message of first.json.messages) {
     if (message?.role !== 'tool') continue
@@ -109,6 +113,8 @@ function assertSane(reply: Reply, sent: string | Buffer): void {
     assert.match(String(text), ID, `rendered: ${JSON.stringify(content).slice(0, 200)}`)
   }
 }
+
+const isToolMessage = (message: any) => message?.role === 'tool'
 
 /** Answers like a model: SSE when asked to stream, JSON otherwise. */
 function okAnswer(request: RecordedRequest): FakeResponse {
