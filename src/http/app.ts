@@ -69,9 +69,9 @@ export function createApp(deps: AppDeps): Hono {
     app.post('/v1' + door.path, async (c) => {
       const encoding = c.req.header('content-encoding')
       const codings = contentCodings(encoding)
+      const coded = codings.length > 0
       // A coded body is let in once decoded, by its size then (its prefixes digested then too).
-      let admitted =
-        codings.length === 0 ? await admitBody(door, c.req.raw.headers, deps) : NOT_ADMITTED
+      let admitted = coded ? NOT_ADMITTED : await admitBody(door, c.req.raw.headers, deps)
       const prefixes = admitted.prefixes
       try {
         const received = await readBody(c, deps.options.maxBodyBytes, prefixes)
@@ -90,12 +90,10 @@ export function createApp(deps: AppDeps): Hono {
           })
           return toResponse({ kind: 'upstream', response })
         }
-        const rawBody =
-          codings.length === 0
-            ? received
-            : await decodeBody(received, codings, deps.options.maxBodyBytes)
-        if (codings.length > 0)
-          admitted = await admitBody(door, c.req.raw.headers, deps, rawBody.length)
+        const rawBody = coded
+          ? await decodeBody(received, codings, deps.options.maxBodyBytes)
+          : received
+        if (coded) admitted = await admitBody(door, c.req.raw.headers, deps, rawBody.length)
         // Nothing to do after most requests: no listener for them.
         if (admitted.ended) whenAnswered(c, admitted.ended)
         const parsed = admitted.parsed
@@ -104,7 +102,7 @@ export function createApp(deps: AppDeps): Hono {
           door,
           {
             rawBody,
-            coded: codings.length === 0 ? undefined : { bytes: received, encoding: encoding! },
+            coded: coded ? { bytes: received, encoding: encoding! } : undefined,
             clientHeaders: c.req.raw.headers,
             compactionSignal: c.req.header(deps.options.compactionHeader),
             headers,

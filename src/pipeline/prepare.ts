@@ -125,8 +125,14 @@ async function prepareWhole(
   const { door, bytes, headers } = input
   const parsed = await parseBody(bytes, door.arrayKey, deps.maxDepth)
   const request = checked(door, parsed.value)
-  if (!door.shaped(request) && !carriesResults(door, request)) return { kind: 'plain', request }
-  const items = request[door.arrayKey] as Json[]
+  const array = request[door.arrayKey]
+  const view = Array.isArray(array) ? door.toView(array as Json[]) : undefined
+  // One that offers no tools goes as it came, unless it carries tool results: an agent's
+  // summarisation request (Codex's `tools: []`, Qwen Code's fallback), whose history goes as the
+  // others' did (ids, stubs, caps), or it would carry every result whole.
+  if (!view || (!door.shaped(request) && !view.messages.some((m) => m.role === 'tool')))
+    return { kind: 'plain', request }
+  const items = array as Json[]
   const identity = identify(
     headers,
     door.identityFields(request),
@@ -142,7 +148,7 @@ async function prepareWhole(
       door,
       request,
       items,
-      view: door.toView(items),
+      view,
       identity,
       compactionSignal: input.compactionSignal,
       now,
@@ -337,18 +343,6 @@ function frame(door: Door, request: Json, deps: PrepareDeps) {
     recall === 'proxy' ? deps.recall.tool : undefined,
   )
   return { recall, body: framing(fields, door.arrayKey) } as const
-}
-
-/**
- * A request that offers no tools but carries tool results: an agent's summarisation request
- * (Codex's `tools: []`, Qwen Code's fallback). Its history goes as the others' did (ids, stubs,
- * caps), or it would carry every result whole, more than the requests before it ever sent.
- */
-function carriesResults(door: Door, request: Json): boolean {
-  const items = request[door.arrayKey]
-  return (
-    Array.isArray(items) && door.toView(items as Json[]).messages.some((m) => m.role === 'tool')
-  )
 }
 
 /**

@@ -8,7 +8,7 @@ import { marks, signalledSummary, summaryIndices } from '../session/summaries.js
 import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
 import type { Profile } from '../tools/index.js'
-import { contentText, type ChatMessage } from '../wire/chat.js'
+import { contentText, type ChatMessage, type ToolDefinition } from '../wire/chat.js'
 import { piecesBytes } from './body.js'
 import { dueBatch, liveResults, standIn, type ElideSettings } from './elide.js'
 import {
@@ -74,7 +74,8 @@ export interface Shaped {
  */
 export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Shaped | undefined> {
   const { door, request, items, view, start } = input
-  const continuity = continuityOf(input, deps.profile)
+  const definitions = door.definitions(request)
+  const continuity = continuityOf(input, deps.profile, definitions)
   // With --elide the newest turn's results are left out of what is remembered: the next
   // request's batch most often takes exactly them, and then goes on the fast path.
   const covered = Math.min(
@@ -105,7 +106,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     {
       messages: view.messages,
       keys: tools,
-      definitions: door.definitions(request),
+      definitions,
       session,
       continuity,
       start: start?.history,
@@ -316,7 +317,11 @@ function firstAt(view: View, item: number): number {
   return at < 0 ? view.messages.length : at
 }
 
-function continuityOf(input: ShapeInput, profile: Profile): Continuity {
+function continuityOf(
+  input: ShapeInput,
+  profile: Profile,
+  definitions: readonly ToolDefinition[],
+): Continuity {
   const { view, start } = input
   const messages = view.messages
   return {
@@ -326,7 +331,7 @@ function continuityOf(input: ShapeInput, profile: Profile): Continuity {
           messages,
           profile.compaction,
           signalledSummary(input.compactionSignal, messages),
-          new Set(input.door.definitions(input.request).map((tool) => tool.function?.name ?? '')),
+          new Set(definitions.map((tool) => tool.function?.name ?? '')),
         ),
     systemKey: start?.systemKey ?? systemKey(input.door.systemText(input.request, view), profile),
     withinMs: input.withinMs,
