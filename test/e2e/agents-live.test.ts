@@ -4,7 +4,7 @@
  * fake model, in a scratch project given to the proxy as its workspace.
  */
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
+import { sha8 } from '../helpers/workspace.js'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
@@ -88,10 +88,6 @@ function text(message: any): string {
   return typeof message.content === 'string'
     ? message.content
     : message.content.map((p: any) => p.text ?? '').join('\n')
-}
-
-function sha8(path: string): string {
-  return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
 }
 
 const hex = (n: number) => '#' + n.toString(16).padStart(4, '0')

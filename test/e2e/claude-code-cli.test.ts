@@ -5,7 +5,7 @@
  * names on which the CLI appends `<system-reminder>` blocks to every tool result, and one without.
  */
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
+import { sha8 } from '../helpers/workspace.js'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
@@ -227,8 +227,6 @@ function historyChanges(main: readonly RecordedRequest[], client: readonly any[]
   return problems
 }
 
-const sha8 = (path: string) =>
-  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
 const hex = (n: number) => '#' + n.toString(16).padStart(4, '0')
 const REMINDERS = /(?:\s*<system-reminder>[\s\S]*?<\/system-reminder>)+\s*$/
 

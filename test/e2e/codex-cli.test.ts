@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
+import { sha8 } from '../helpers/workspace.js'
 import { execFile } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -485,6 +485,3 @@ function outputOf(say: ResponsesSay): Record<string, unknown>[] {
     arguments: JSON.stringify(call.args),
   }))
 }
-
-const sha8 = (path: string) =>
-  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)

@@ -6,8 +6,8 @@
  * on after it. (Claude Code's compactions: claude-code-cli.test.ts.)
  */
 import assert from 'node:assert/strict'
+import { sha8 } from '../helpers/workspace.js'
 import { execFileSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
@@ -56,8 +56,6 @@ const partTexts = (message: any): string[] =>
     : message.content.map((p: any) => p.text ?? '')
 const toolTexts = (json: any): string[] =>
   json.messages.filter((m: any) => m.role === 'tool').map((m: any) => partTexts(m).join('\n'))
-const sha8 = (path: string) =>
-  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
 const row = (path: string, lines: string, sha: string, id: string) =>
   `| ${path} | ${lines} | ${sha} | ${id} |\n`
 

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
-import { readFileSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { createStore } from '../../src/store/index.js'
@@ -20,15 +19,12 @@ import {
   toolTexts,
 } from '../helpers/model.js'
 import { chatWithResults, postChat, startProxy, type TestProxy } from '../helpers/proxy.js'
-import { makeProject } from '../helpers/workspace.js'
+import { makeProject, sha8 } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
 const SUMMARY =
   'This session is being continued from a previous conversation that ran out of context. ' +
   'The summary below covers the earlier portion of the conversation.\n\nSummary:\n1. Primary Request and Intent: tidy app.ts'
-
-const sha8 = (path: string) =>
-  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
 
 function table(rows: string[]): string {
   return [

@@ -10,11 +10,9 @@ import { TestAgent } from '../helpers/agent.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel, toolTexts } from '../helpers/model.js'
 import { requestLines, startProxy } from '../helpers/proxy.js'
-import { makeProject } from '../helpers/workspace.js'
+import { makeProject, sha8 } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
-const sha8 = (path: string) =>
-  createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
 
 for (const mode of ['workspace', 'blind'] as const) {
   describe(`edits are answered with their diff (${mode} mode)`, () => {

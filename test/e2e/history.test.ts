@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -11,13 +10,9 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.j
 import { chatRequests, prefixViolations, scriptedModel, toolTexts } from '../helpers/model.js'
 import { promptBlock, startProxy } from '../helpers/proxy.js'
 import { startRedis } from '../helpers/redis-server.js'
-import { makeProject } from '../helpers/workspace.js'
+import { makeProject, sha8 } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
-
-function sha8(path: string): string {
-  return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
-}
 
 /** A session that reads, re-reads, lists twice and runs a long command. */
 function sessionPlan(project: string) {

@@ -1,4 +1,5 @@
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -13,4 +14,9 @@ export function makeProject(): string {
   writeFileSync(join(dir, 'util.ts'), 'export function util() {\n  return 1\n}\n')
   writeFileSync(join(dir, 'notes.txt'), '')
   return dir
+}
+
+/** The first 8 hex digits of a file's SHA-256, as a read's bracket shows them. */
+export function sha8(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 8)
 }
