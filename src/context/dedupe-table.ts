@@ -35,11 +35,18 @@ export interface TouchEntry {
   readonly absPaths: readonly string[]
 }
 
-export type Entry = ReadEntry | ListingEntry | TouchEntry
+/** The full reads of a call that read several files, under its one id. */
+export interface ReadsEntry {
+  readonly kind: 'reads'
+  readonly id: string
+  readonly reads: readonly ReadEntry[]
+}
+
+export type Entry = ReadEntry | ReadsEntry | ListingEntry | TouchEntry
 
 /** A table's entries (touches left out: applied already) and every id it has seen. */
 export interface DedupeSnapshot {
-  readonly entries: readonly Entry[]
+  readonly entries: readonly (ReadEntry | ListingEntry)[]
   readonly ids: readonly string[]
 }
 
@@ -47,7 +54,7 @@ export interface DedupeSnapshot {
 const ENTRY_BYTES = 160
 
 /** An entry's weight in the table: its fixed cost and its blind line hashes. */
-function entryWeight(entry: Entry): number {
+function entryWeight(entry: ReadEntry | ListingEntry): number {
   return ENTRY_BYTES + (entry.kind === 'read' ? (entry.lineHashes?.length ?? 0) : 0)
 }
 
@@ -56,12 +63,16 @@ function entryWeight(entry: Entry): number {
  * Built afresh for every request, so a rewind, a reply or a compaction empties it by itself.
  */
 export class DedupeTable {
-  readonly #entries: Entry[] = []
+  readonly #entries: (ReadEntry | ListingEntry)[] = []
   readonly #ids = new Set<string>()
   /** Kept as entries come and go: asked on every request, it must not walk the table. */
   #weight = 0
 
   add(entry: Entry): void {
+    if (entry.kind === 'reads') {
+      for (const read of entry.reads) this.add(read)
+      return
+    }
     if (!this.#ids.has(entry.id)) this.#weight += ENTRY_BYTES
     this.#ids.add(entry.id)
     if (entry.kind !== 'touch') {
@@ -173,6 +184,7 @@ export function hashLines(lines: readonly string[]): string {
  * same base64url digests) in today's form: their first LINE_HASH characters, joined.
  */
 export function legacyLineHashes(entry: Entry): Entry {
+  if (entry.kind === 'reads') return entry
   if (entry.kind !== 'read' || !Array.isArray(entry.lineHashes)) return entry
   const old = entry.lineHashes as readonly string[]
   return { ...entry, lineHashes: old.map((h) => h.slice(0, LINE_HASH)).join('') }

@@ -8,11 +8,19 @@ import {
   sortedKeyJson,
   type DedupeTable,
   type Entry,
+  type ReadEntry,
 } from './dedupe-table.js'
 import { renderEdit, renderPatch } from './edit-diff.js'
 import { formatId } from './ids.js'
 import { fill } from './text.js'
-import type { ContextRules, ListingCall, ReadCall, SemanticCall, Wrapped } from './types.js'
+import type {
+  ContextRules,
+  ListingCall,
+  ReadCall,
+  ReadsCall,
+  SemanticCall,
+  Wrapped,
+} from './types.js'
 
 export interface RenderInput {
   /** The result's number in the session (its id, unformatted). */
@@ -28,11 +36,22 @@ export interface FullRendering {
   readonly entry?: Entry | undefined
   /** A full read, for the table after a summary. */
   readonly read?: TableRead | undefined
+  /** The full reads of a call that read several files (its read is then absent). */
+  readonly reads?: readonly TableRead[] | undefined
 }
 
 export interface Rendering extends FullRendering {
-  /** Set when `text` is a stub: the id it names, and the full rendering for when it is gone. */
-  readonly stub?: { readonly target: string; readonly full: FullRendering } | undefined
+  /**
+   * Set when `text` is a stub: the id it names, and the full rendering for when it is gone. A
+   * call that read several files may stub several: `targets` are then all the ids they name.
+   */
+  readonly stub?:
+    | {
+        readonly target: string
+        readonly targets?: readonly string[] | undefined
+        readonly full: FullRendering
+      }
+    | undefined
   /** What recall shows of this result, when it is not the tool's own text: an edit's whole diff. */
   readonly stored?: string | undefined
 }
@@ -51,6 +70,8 @@ export function renderResult(
   switch (call.kind) {
     case 'read':
       return renderRead(call, id, text, table, rules)
+    case 'reads':
+      return renderReads(call, id, table, rules)
     case 'listing':
       if (rules.dedupe.by_result.includes(call.group))
         return renderListing(call, id, text, table, rules)
@@ -108,6 +129,79 @@ function renderRead(
     end: earlier.end,
   })
   return { text: bracket + ' ' + sentence, stub: { target: earlier.id, full } }
+}
+
+/**
+ * A call that read several files (Cline 4's read_files): the id first, then the answer with each
+ * read's bracket, or its stub, inside that file's own string. A stub names a read of an earlier
+ * result or of an earlier file of this one; its full form shows every file.
+ */
+function renderReads(
+  call: ReadsCall,
+  id: string,
+  table: DedupeTable,
+  rules: ContextRules,
+): Rendering {
+  // Each file sees the table as it is after the files before it.
+  const own = table.clone()
+  const full: string[] = []
+  const shown: string[] = []
+  const reads: TableRead[] = []
+  const fullReads: TableRead[] = []
+  const entries: Entry[] = []
+  const fullEntries: Entry[] = []
+  const targets: string[] = []
+  for (const file of call.files) {
+    if (!file.read) {
+      full.push(file.output)
+      shown.push(file.output)
+      continue
+    }
+    const rendering = renderRead(file.read, id, file.output, own, rules)
+    const whole = rendering.stub?.full ?? rendering
+    full.push(whole.text)
+    if (whole.read) fullReads.push(whole.read)
+    if (whole.entry) fullEntries.push(whole.entry)
+    shown.push(rendering.text)
+    if (rendering.stub) {
+      targets.push(rendering.stub.target)
+      continue
+    }
+    if (rendering.read) reads.push(rendering.read)
+    if (rendering.entry) {
+      entries.push(rendering.entry)
+      own.add(rendering.entry)
+    }
+  }
+  const answer = (outputs: readonly string[]) =>
+    withId(
+      id,
+      call.pieces.reduce(
+        (text, piece, i) =>
+          i === 0 ? piece : text + JSON.stringify(outputs[i - 1]).slice(1, -1) + piece,
+        '',
+      ),
+      rules,
+    )
+  const whole: FullRendering = {
+    text: answer(full),
+    entry: readsEntry(id, fullEntries),
+    reads: fullReads,
+  }
+  if (targets.length === 0) return whole
+  // The stub of an earlier file of this same result names what this result shows: not a target.
+  const outside = [...new Set(targets)].filter((target) => target !== id)
+  return {
+    text: answer(shown),
+    entry: readsEntry(id, entries),
+    reads,
+    ...(outside.length > 0 ? { stub: { target: outside[0]!, targets: outside, full: whole } } : {}),
+  }
+}
+
+function readsEntry(id: string, reads: readonly Entry[]): Entry | undefined {
+  const only = reads.filter((entry): entry is ReadEntry => entry.kind === 'read')
+  return only.length > 0 ? { kind: 'reads', id, reads: only } : undefined
 }
 
 function readEntry(read: ReadCall, id: string): Entry | undefined {

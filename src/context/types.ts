@@ -132,4 +132,24 @@ export interface OtherCall {
   readonly wrapped?: Wrapped
 }
 
-export type SemanticCall = ReadCall | EditCall | PatchCall | ListingCall | OtherCall
+/** One file of a call that read several, in the answer's order. */
+export interface ReadsFile {
+  /** The file's answer as the tool gave it: its lines, or its error. */
+  readonly output: string
+  /** When the answer shows lines the engine can place: the read they are. */
+  readonly read?: ReadCall
+}
+
+/**
+ * A call that read several files and answered each in a JSON string of its own (Cline 4's
+ * read_files): the answer is pieces[0], file 0's output, pieces[1], …, pieces[n], each output
+ * written as the inside of a JSON string. Each read gets its bracket (under the result's id) or
+ * its stub inside its own string, so the answer stays JSON.
+ */
+export interface ReadsCall {
+  readonly kind: 'reads'
+  readonly files: readonly ReadsFile[]
+  readonly pieces: readonly string[]
+}
+
+export type SemanticCall = ReadCall | ReadsCall | EditCall | PatchCall | ListingCall | OtherCall

@@ -21,9 +21,9 @@ export interface ElideSettings {
 /** A tool result the model still sees in full, and where its item begins upstream (bytes). */
 export interface Live {
   readonly key: string
-  /** Its id (#0001), and for a stub the id it names. */
+  /** Its id (#0001), and for a stub the ids it names (several for a call that read several files). */
   readonly id: string
-  readonly stubOf?: string | undefined
+  readonly stubOf?: readonly string[] | undefined
   /** The rendering's length in UTF-16 units, and its stand-in's. */
   readonly chars: number
   readonly standInChars: number
@@ -48,7 +48,7 @@ export function liveResults(
   view: { readonly messages: readonly ChatMessage[]; readonly origins: readonly number[] },
   toolKeys: readonly (string | undefined)[],
   rendered: readonly ChatMessage[],
-  stubOf: ReadonlyMap<string, string>,
+  stubOf: ReadonlyMap<string, readonly string[]>,
   elision: Elision,
   base: number,
   offsets: readonly number[],
@@ -119,14 +119,14 @@ export function dueBatch(
  */
 function batchOf(live: readonly Live[], candidates: readonly Live[]): Live[] {
   const candidate = new Set(candidates)
-  const pinned = new Set(live.flatMap((r) => (!candidate.has(r) && r.stubOf ? [r.stubOf] : [])))
+  const pinned = new Set(live.flatMap((r) => (!candidate.has(r) && r.stubOf) || []))
   const going = new Set(
     candidates
       .filter((r) => r.chars >= MIN_STAND_INS * r.standInChars && !pinned.has(r.id))
       .map((r) => r.id),
   )
   return candidates.filter(
-    (r) => going.has(r.id) || (r.stubOf !== undefined && going.has(r.stubOf)),
+    (r) => going.has(r.id) || (r.stubOf?.some((target) => going.has(target)) ?? false),
   )
 }
 

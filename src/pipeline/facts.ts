@@ -1,5 +1,5 @@
 import { posix } from 'node:path'
-import { sha256Hex, type FileChange, type SemanticCall } from '../context/index.js'
+import { sha256Hex, type FileChange, type ReadsFile, type SemanticCall } from '../context/index.js'
 import {
   shellOutput,
   shownLines,
@@ -57,6 +57,7 @@ export async function resultFacts(
   workspace: Workspace | undefined,
   views: FileViews,
 ): Promise<Facts> {
+  if (classified.kind === 'reads') return readsFacts(classified, fullText, profile, workspace)
   // Cline 4 answers in JSON: the tool's own answer is inside, and a failure says so there.
   const json = 'json' in classified ? classified.json : undefined
   const answer = json ? jsonAnswer(fullText, json) : fullText
@@ -100,6 +101,43 @@ export async function resultFacts(
         },
       }
     }
+  }
+}
+
+/**
+ * A call that read several files, answered in one JSON list (Cline 4's read_files): each file's
+ * answer is read as a read of its own; one that failed, or that is no read, stays as it came.
+ */
+async function readsFacts(
+  classified: Extract<Classified, { kind: 'reads' }>,
+  text: string,
+  profile: Profile,
+  workspace: Workspace | undefined,
+): Promise<Facts> {
+  const answers = classified.json && jsonAnswers(text, classified.json, classified.files.length)
+  if (!answers) return { call: { kind: 'other' } }
+  const files: ReadsFile[] = []
+  const views: FileView[] = []
+  let drift: string | undefined
+  for (const [i, answer] of answers.outputs.entries()) {
+    const output = answer.text
+    if (!answer.ok || profile.agentStubs.some((stub) => stub.test(output.trimStart()))) {
+      files.push({ output })
+      continue
+    }
+    const facts = await readFacts(classified.files[i]!, output, profile, workspace)
+    drift ??= facts.unrecognised
+    if (facts.call.kind === 'read') {
+      files.push({ output, read: facts.call })
+      views.push(...(facts.views ?? []))
+    } else files.push({ output })
+  }
+  const unrecognisedFile = drift === undefined ? {} : { unrecognised: drift }
+  if (!files.some((file) => file.read)) return { call: { kind: 'other' }, ...unrecognisedFile }
+  return {
+    call: { kind: 'reads', files, pieces: answers.pieces },
+    views,
+    ...unrecognisedFile,
   }
 }
 
@@ -392,6 +430,45 @@ function wrappedOutput(text: string, output: string) {
   const at = text.indexOf(escaped)
   if (at < 0 || text.indexOf(escaped, at + 1) >= 0) return undefined
   return { before: text.slice(0, at + 1), output, after: text.slice(at + escaped.length - 1) }
+}
+
+/**
+ * The answers of a JSON list of `count` entries (Cline 4's read_files of several files), each
+ * `{text, ok}`, and the text around them as written: pieces[0], answer 0's string content,
+ * pieces[1], …; undefined when the list is not that, or an answer is not found as JSON.stringify
+ * writes it.
+ */
+function jsonAnswers(
+  text: string,
+  json: JsonResult,
+  count: number,
+): { outputs: { text: string; ok: boolean }[]; pieces: string[] } | undefined {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  if (!Array.isArray(value) || value.length !== count) return undefined
+  const outputs: { text: string; ok: boolean }[] = []
+  const pieces: string[] = []
+  const field = JSON.stringify(json.text) + ':'
+  let from = 0
+  for (const entry of value as unknown[]) {
+    if (typeof entry !== 'object' || entry === null) return undefined
+    const record = entry as Record<string, unknown>
+    const output = record[json.text]
+    if (typeof output !== 'string') return undefined
+    const written = field + JSON.stringify(output)
+    const at = text.indexOf(written, from)
+    if (at < 0) return undefined
+    const start = at + field.length + 1
+    pieces.push(text.slice(from, start))
+    from = at + written.length - 1
+    outputs.push({ text: output, ok: record[json.ok] === true })
+  }
+  pieces.push(text.slice(from))
+  return { outputs, pieces }
 }
 
 function jsonEntry(text: string, list: boolean): Record<string, unknown> | undefined {

@@ -41,6 +41,15 @@ export interface CallIdRecord {
    */
   readonly prev?: string | null
   readonly read?: TableRead
+  /** A call that read several files: the reads it showed in full. */
+  readonly reads?: readonly TableRead[]
+}
+
+/** A result the client rewrote: the id it keeps, and the reads it showed (for the table). */
+interface Rewrite {
+  readonly n: number
+  readonly read: TableRead | undefined
+  readonly reads?: readonly TableRead[] | undefined
 }
 
 export interface FreshInput {
@@ -113,7 +122,7 @@ async function renderAll(
   input: FreshInput,
   deps: HistoryDeps,
   scope: string,
-  rewrites: ReadonlyMap<string, { n: number; read: TableRead | undefined }>,
+  rewrites: ReadonlyMap<string, Rewrite>,
   claimed: readonly number[],
 ): Promise<Rendered> {
   const { fresh, start } = input
@@ -166,6 +175,7 @@ async function renderAll(
         key: tool.key,
         prev: prev ?? null,
         ...(record.read && !record.stub ? { read: record.read } : {}),
+        ...(record.reads?.length ? { reads: record.reads } : {}),
       }
       writes.push([keys.callId(tool.message.tool_call_id ?? ''), JSON.stringify(first)])
     }
@@ -256,7 +266,7 @@ class InOrder {
     message: ChatMessage,
     text: string,
     number: number,
-    rewrite: { read: TableRead | undefined } | undefined,
+    rewrite: Rewrite | undefined,
   ): Promise<{ rendering: Rendering; facts: Facts | undefined }> {
     const { deps } = this
     const call = this.#calls.get(message.tool_call_id ?? '')
@@ -270,7 +280,11 @@ class InOrder {
       this.#views.set(view.absPath, { sha256: view.sha256, content: view.content })
     const rendering: Rendering = facts
       ? renderResult({ number, call: facts.call, text }, this.#table, deps.rules)
-      : { text: renderRewritten(number, text, deps.rules), read: rewrite?.read }
+      : {
+          text: renderRewritten(number, text, deps.rules),
+          read: rewrite?.read,
+          ...(rewrite?.reads ? { reads: rewrite.reads } : {}),
+        }
     return { rendering, facts }
   }
 }
@@ -333,7 +347,7 @@ function noteResult(
   rules: ContextRules,
 ): void {
   const shown = rendering.stub
-    ? kind === 'read'
+    ? kind === 'read' || kind === 'reads'
       ? 'read: unchanged'
       : 'same result'
     : rendering.text.length < text.length && (kind === 'other' || kind === 'listing')
@@ -380,8 +394,10 @@ function toolRecord(
     content: withText(message.content, rendering.text),
     entry: rendering.entry,
     read: rendering.read,
+    ...(rendering.reads ? { reads: rendering.reads } : {}),
     stub: rendering.stub && {
       target: rendering.stub.target,
+      ...(rendering.stub.targets ? { targets: rendering.stub.targets } : {}),
       content: withText(message.content, rendering.stub.full.text),
       entry: rendering.stub.full.entry,
       read: rendering.stub.full.read,
@@ -400,7 +416,7 @@ async function rewrittenResults(
   input: FreshInput,
   deps: HistoryDeps,
   scope: string,
-): Promise<Map<string, { n: number; read: TableRead | undefined }>> {
+): Promise<Map<string, Rewrite>> {
   const previousKeys = new Map<number, string | undefined>()
   let previous = input.start?.lastToolKey
   for (const tool of input.tools) {
@@ -414,19 +430,19 @@ async function rewrittenResults(
   )
   const records = older.length > 0 ? await deps.store.get(scope, older) : []
   let next = 0
-  const rewrites = new Map<string, { n: number; read: TableRead | undefined }>()
+  const rewrites = new Map<string, Rewrite>()
   input.fresh.forEach((slot, i) => {
     const original = earlier[i]
     if (!original) return
-    let known: { prev: string | undefined; read: TableRead | undefined } | undefined
+    let known: (Omit<Rewrite, 'n'> & { prev: string | undefined }) | undefined
     if (original.prev !== undefined)
-      known = { prev: original.prev ?? undefined, read: original.read }
+      known = { prev: original.prev ?? undefined, read: original.read, reads: original.reads }
     else {
       const record = parseRecord<ToolRecord>(records[next++])
       known = record && { prev: record.prev, read: record.stub ? undefined : record.read }
     }
     if (known && known.prev === previousKeys.get(slot.index))
-      rewrites.set(slot.key, { n: original.n, read: known.read })
+      rewrites.set(slot.key, { n: original.n, read: known.read, reads: known.reads })
   })
   return rewrites
 }
@@ -463,10 +479,19 @@ export function addShown(
   table: DedupeTable,
   record: ToolRecord,
 ): { content: ToolRecord['content']; stub: boolean } {
-  if (record.stub && table.has(record.stub.target)) return { content: record.content, stub: true }
+  if (record.stub && stubTargets(record.stub).every((target) => table.has(target))) {
+    // A call that read several files shows the ones it did not stub in full: targets too.
+    if (record.entry) table.add(legacyLineHashes(record.entry))
+    return { content: record.content, stub: true }
+  }
   const entry = record.stub ? record.stub.entry : record.entry
   if (entry) table.add(legacyLineHashes(entry))
   return { content: record.stub ? record.stub.content : record.content, stub: false }
+}
+
+/** The ids a stored stub names: one, or those of a call that read several files. */
+export function stubTargets(stub: NonNullable<ToolRecord['stub']>): readonly string[] {
+  return stub.targets ?? [stub.target]
 }
 
 /** The calls a request's results answer: those before it (the fast path's start) and its own. */

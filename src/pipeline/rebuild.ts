@@ -19,6 +19,7 @@ import type { CacheBreak } from './breaks.js'
 import { pacer } from '../pace/index.js'
 import {
   addShown,
+  stubTargets,
   editBases,
   renderFresh,
   type CallIdRecord,
@@ -101,8 +102,8 @@ export interface Rebuilt {
   readonly snapshot?: HistoryState | undefined
   /** The values of the caller's `extraKeys`, read in the request's one batched read. */
   readonly extra: readonly (string | undefined)[]
-  /** The tool messages sent as a stub, by key: the id each one names. */
-  readonly stubOf: ReadonlyMap<string, string>
+  /** The tool messages sent as a stub, by key: the ids each one names. */
+  readonly stubOf: ReadonlyMap<string, readonly string[]>
   /** The same request with other batches of elided results (a batch decided on it). */
   reassemble(elision: Elision): Promise<Rebuilt>
 }
@@ -337,7 +338,7 @@ async function assemble(
     turns,
     inTurn,
   })
-  const stubOf = new Map<string, string>()
+  const stubOf = new Map<string, readonly string[]>()
   const pace = pacer()
   const out: ChatMessage[] = []
   for (const [index, message] of messages.entries()) {
@@ -380,7 +381,7 @@ async function assemble(
     const shown = addShown(table, record)
     if (shown.stub) {
       stats.stubs++
-      stubOf.set(key, record.stub!.target)
+      stubOf.set(key, stubTargets(record.stub!))
     }
     carried += sent - contentText(shown.content).length
     return after({ ...message, content: shown.content })

@@ -83,9 +83,10 @@ export interface Handover {
 
 /**
  * The states' own format: what a process of the same version but another format wrote is not
- * taken on. 2: prefix digests are 64-bit xxHash (they were SHA-256).
+ * taken on. 2: prefix digests are 64-bit xxHash (they were SHA-256). 3: a live result's stub
+ * names a list of ids (a call that read several files may stub several).
  */
-const STATE_FORMAT = 2
+const STATE_FORMAT = 3
 
 /** A digest of what makes a remembered state valid: the same code and the same settings. */
 export function resumeFingerprint(version: string, settings: unknown): string {

@@ -29,10 +29,16 @@ export interface ToolRecord {
   readonly content: MessageContent
   readonly entry?: Entry | undefined
   readonly read?: TableRead | undefined
-  /** For a stub: what it names, and the full rendering for a request that no longer has it. */
+  /** A call that read several files: those it shows in full (stubs are not reads). */
+  readonly reads?: readonly TableRead[] | undefined
+  /**
+   * For a stub: what it names (`targets`: all the ids, when a call that read several files names
+   * more than one), and the full rendering for a request that no longer has them all.
+   */
   readonly stub?:
     | {
         readonly target: string
+        readonly targets?: readonly string[] | undefined
         readonly content: MessageContent
         readonly entry?: Entry | undefined
         readonly read?: TableRead | undefined

@@ -79,6 +79,9 @@ async function readsBeforeHead(scope: string, store: Store): Promise<TableRead[]
     newest = Math.max(newest, record.n)
     // A stub is not a read here; a read rendered in full is.
     if (record.read && !record.stub) reads.push(record.read)
+    // A call that read several files: the ones it shows in full (pushed last first, as the
+    // path is walked newest first and turned round at the end).
+    for (const read of [...(record.reads ?? [])].reverse()) reads.push(read)
     key = record.prev
   }
   if (newest > covered) await store.setLatest(scope, WATERMARK, String(newest))

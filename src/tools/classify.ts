@@ -14,6 +14,9 @@ interface JsonWrapped {
   readonly json?: JsonResult
 }
 
+/** A read of one file, by its call; lines are 1-based inclusive. */
+export type ReadClassified = Extract<Classified, { kind: 'read' }>
+
 /** What a tool call is, by its name and arguments; lines are 1-based inclusive. */
 export type Classified =
   | ({
@@ -51,6 +54,11 @@ export type Classified =
       readonly kind: 'list' | 'glob' | 'grep' | 'search'
       readonly name: string
       readonly args: unknown
+    } & JsonWrapped)
+  | ({
+      /** One call that reads several files (Cline 4's read_files), each answered on its own. */
+      readonly kind: 'reads'
+      readonly files: readonly ReadClassified[]
     } & JsonWrapped)
   | ({ readonly kind: 'other' } & JsonWrapped)
 
@@ -90,6 +98,17 @@ function classifyWith(
   callArgs: Record<string, unknown>,
   definition: ToolDefinition | undefined,
 ): RuleReading | undefined {
+  if (rule.item !== undefined && rule.kind === 'read') {
+    const items = objects(callArgs[rule.item])
+    if (items && items.length > 1) {
+      const files = items.map((item) =>
+        classifyWith(rule, name, { [rule.item!]: [item] }, definition),
+      )
+      if (!files.every((file) => file?.call.kind === 'read')) return undefined
+      const reads = files.map((file) => file!.call as ReadClassified)
+      return { call: { kind: 'reads', files: reads, ...(rule.json ? { json: rule.json } : {}) } }
+    }
+  }
   const args = rule.code
     ? codeArguments(callArgs[rule.code.arg], rule.code)
     : rule.item === undefined
@@ -162,10 +181,16 @@ function codeArguments(
 
 /** The one object of a list of one (Cline 4's `files`); a longer list is not one call's file. */
 function onlyItem(value: unknown): Record<string, unknown> | undefined {
-  if (!Array.isArray(value) || value.length !== 1) return undefined
-  const [item] = value as unknown[]
-  return typeof item === 'object' && item !== null && !Array.isArray(item)
-    ? (item as Record<string, unknown>)
+  const items = objects(value)
+  return items?.length === 1 ? items[0] : undefined
+}
+
+/** A list of objects (Cline 4's `files`), or undefined when it is anything else. */
+function objects(value: unknown): Record<string, unknown>[] | undefined {
+  if (!Array.isArray(value)) return undefined
+  const items = value as unknown[]
+  return items.every((item) => typeof item === 'object' && item !== null && !Array.isArray(item))
+    ? (items as Record<string, unknown>[])
     : undefined
 }
 

@@ -48,7 +48,8 @@ export interface ToolRule {
   readonly path?: readonly string[]
   /**
    * read: the argument with a list of files, each an object with the path and range arguments
-   * (Cline 4's read_files `files`). Only a list of one file is read; several are "other".
+   * (Cline 4's read_files `files`). A list of one file is a read; of several, "reads": each
+   * file a read of its own, answered in its own entry of the JSON answer.
    */
   readonly item?: string
   readonly range?: readonly RangeRule[]

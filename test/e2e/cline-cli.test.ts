@@ -9,15 +9,17 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
 import type { Call } from './live/model.js'
 import { scriptedRun } from './live/rig.js'
+import { sha8 } from '../helpers/workspace.js'
 
 const FINAL = 'Cline CLI: read, listed, searched, edited and read again.'
 
 /** The session the model plays (absolute paths, as Cline's tools ask), then the final answer. */
-function steps(big: string, util: string): Call[] {
+function steps(big: string, util: string, readme: string): Call[] {
   return [
     { name: 'read_files', args: { files: [{ path: big }] } },
     { name: 'read_files', args: { files: [{ path: big }] } },
@@ -32,6 +34,10 @@ function steps(big: string, util: string): Call[] {
     { name: 'read_files', args: { files: [{ path: util, start_line: 2, end_line: 3 }] } },
     { name: 'run_commands', args: { commands: ['seq 1 1500'] } },
     { name: 'recall', args: { id: '#000c', offset: 700, limit: 10 } },
+    // Several files in one call: each read on its own, inside its own string of the answer.
+    { name: 'read_files', args: { files: [{ path: big }, { path: readme }] } },
+    { name: 'read_files', args: { files: [{ path: readme }] } },
+    { name: 'read_files', args: { files: [{ path: util }, { path: `${util}.missing` }] } },
   ]
 }
 
@@ -57,7 +63,8 @@ test(
   async () => {
     const binary = agentBinary('cline')
     const project = makeLiveProject('cline')
-    const plan = steps(project.big, project.util)
+    const readme = join(project.root, 'README.md')
+    const plan = steps(project.big, project.util, readme)
     const live = await scriptedRun(project, plan, FINAL, isMain)
     const { rig, stop } = live
     try {
@@ -82,8 +89,24 @@ test(
 
       const results = live.lastResults()
       assert.equal(results.length, plan.length, results.map((r) => r.slice(0, 60)).join('\n'))
-      const [read, reread, ls, rels, search, research, util, edit, after, cat, range, seq, recall] =
-        results as [string, ...string[]]
+      const [
+        read,
+        reread,
+        ls,
+        rels,
+        search,
+        research,
+        util,
+        edit,
+        after,
+        cat,
+        range,
+        seq,
+        recall,
+        both,
+        readmeAgain,
+        utilAndMissing,
+      ] = results as [string, ...string[]]
       const big = project.big
       const sha = new RegExp(
         `^\\[#0001 ${big} lines 1-301 of 301 sha ([0-9a-f]{8})\\]\\n\\[\\{"query":`,
@@ -131,6 +154,39 @@ test(
         `${numbers(1, 200)}\n[1200 lines elided, full output #000c]\n${numbers(1401, 1500)}\n`,
       )
       assert.equal(recall, `[#000d recall #000c lines 700-709 of 1500]\n${numbers(700, 709)}`)
+
+      // read_files of big.ts and README.md: big.ts unchanged since #0001 (a stub in its own
+      // string), README.md read (its bracket in its string); the answer still JSON.
+      type Answer = { query: string; result: string; success: boolean; error?: string }[]
+      const answerOf = (text: string, id: string) => {
+        assert.ok(text.startsWith(`[${id}]\n[`), text.slice(0, 120))
+        return JSON.parse(text.slice(id.length + 3)) as Answer
+      }
+      const [bigAgain, readmeFirst] = answerOf(both!, '#000e')
+      assert.equal(bigAgain!.query, big)
+      assert.equal(
+        bigAgain!.result,
+        `[#000e ${big} lines 1-301 of 301 sha ${sha}] Unchanged since #0001, which already shows lines 1-301.`,
+      )
+      const readmeSha = sha8(readme)
+      assert.equal(
+        readmeFirst!.result,
+        `[#000e ${readme} lines 1-2 of 2 sha ${readmeSha}]\n1 | # demo project\n2 | A tiny scratch project for the live agent test.`,
+      )
+      // README.md alone: a stub of the call that read it with big.ts.
+      assert.equal(
+        readmeAgain,
+        `[#000f ${readme} lines 1-2 of 2 sha ${readmeSha}] Unchanged since #000e, which already shows lines 1-2.`,
+      )
+      // util.ts unchanged since #0009 beside a file that is not there: the error as Cline wrote it.
+      const [utilAgain, missing] = answerOf(utilAndMissing!, '#0010')
+      assert.equal(
+        utilAgain!.result,
+        `[#0010 ${project.util} lines 1-7 of 7 sha ${edited}] Unchanged since #0009, which already shows lines 1-7.`,
+      )
+      assert.equal(missing!.success, false)
+      assert.equal(missing!.result, '')
+      assert.match(missing!.error ?? '', /ENOENT/)
       live.assertClean('Cline')
     } finally {
       await rig.close()

@@ -535,6 +535,7 @@ for (const mode of ['agentic', 'basic'] as const) {
         const main: RecordedRequest[] = []
         const summaries: RecordedRequest[] = []
         const SUMMARY = 'We read big.ts and util.ts. Next: report.'
+        const readme = join(project.root, 'README.md')
         const fake = await startFakeUpstream((request) => {
           const json = request.json
           if (!toolNames(json).includes('read_files')) {
@@ -547,7 +548,10 @@ for (const mode of ['agentic', 'basic'] as const) {
             call(`call_l${main.length}`, 'read_files', { files: [{ path }] }, prompt)
           switch (main.length) {
             case 1:
-              return read(project.big)
+              // Two files in one call: both are reads of #0001 for the table.
+              return call(`call_l1`, 'read_files', {
+                files: [{ path: project.big }, { path: readme }],
+              })
             case 2:
               return read(project.util)
             case 3:
@@ -597,6 +601,7 @@ for (const mode of ['agentic', 'basic'] as const) {
           assert.ok(
             table.endsWith(
               row(project.big, '1-301 of 301', sha8(project.big), '#0001') +
+                row(readme, '1-2 of 2', sha8(readme), '#0001') +
                 row(project.util, '1-7 of 7', sha8(project.util), '#0002'),
             ),
             table,

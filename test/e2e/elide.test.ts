@@ -347,7 +347,7 @@ describe('when a batch pays', () => {
     const all = { ...ELIDE, thresholdTokens: 1, keepResults: 1, horizon: 20 }
     // k2 is a re-read of k0 sent as a stub, k3 the newest result.
     const results = live([8000, 8000, 300, 4000]).map((r) =>
-      r.key === 'k2' ? { ...r, stubOf: '#0001' } : r,
+      r.key === 'k2' ? { ...r, stubOf: ['#0001'] } : r,
     )
     const newestTurn = results[3]!.offset - 100
     assert.deepEqual(
@@ -357,7 +357,7 @@ describe('when a batch pays', () => {
     )
     // A stub that stays in view (the newest result) keeps its result: without it the stub
     // would be shown in full, and the batch would save nothing on it.
-    const pinned = results.map((r) => (r.key === 'k3' ? { ...r, stubOf: '#0002' } : r))
+    const pinned = results.map((r) => (r.key === 'k3' ? { ...r, stubOf: ['#0002'] } : r))
     assert.deepEqual(
       dueBatch(pinned, newestTurn, all)?.map((r) => r.key),
       ['k0', 'k2'],

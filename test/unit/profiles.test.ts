@@ -76,6 +76,11 @@ type Want =
   | { readonly kind: 'edit' | 'patch'; readonly created: boolean }
   /** `touches`: the change succeeded but cannot be diffed; without it: a failure or a stub. */
   | { readonly kind: 'other'; readonly touches: boolean }
+  /** A call that read several files: each file's read, or null where its answer is none. */
+  | {
+      readonly kind: 'reads'
+      readonly files: readonly ({ path: string; start: number; end: number } | null)[]
+    }
 
 // Claude Code 2.1.88, Roo, OpenHands and Crush number the empty string after a file's final
 // newline: `13` of a 12-line file. That line is no line of the file and is dropped.
@@ -160,10 +165,13 @@ const DIFFERENT: Record<string, { readonly want: Want; readonly why: string }> =
     why: 'a plain `ls` is a listing, as Cline 4\'s (its sample says "list"): same output again is "same result"',
   },
   'cline-v4: two files in one call (one array entry each, order of the request)': {
-    want: { kind: 'other', touches: false },
+    want: {
+      kind: 'reads',
+      files: [{ path: '/work/project/src/app.ts', start: 1, end: 2 }, null],
+    },
     why:
-      'one message answers two files, one of them a failure: as a read of app.ts a later stub ' +
-      "of it would drop the other file's error",
+      'one message answers two files, one of them a failure: each file is read on its own ' +
+      '(a stub of app.ts would stand in its own string, beside the other file\'s error)',
   },
   // The answer does not say whether the file is new: Cline's write_to_file and Crush's write
   // answer alike for a new file and an overwrite. Without a view of the file, "Created" could be
@@ -286,6 +294,16 @@ function assertCall(call: SemanticCall, want: Want): void {
         assert.equal(call.files.length, 1)
         assertChange(call.files[0]!, want.created, 'patch')
       }
+      return
+    case 'reads':
+      assert.equal(call.kind, 'reads', 'several reads')
+      if (call.kind === 'reads')
+        assert.deepEqual(
+          call.files.map((file) =>
+            file.read ? { path: file.read.path, start: file.read.start, end: file.read.end } : null,
+          ),
+          want.files,
+        )
       return
     case 'other':
       assert.equal(call.kind, 'other', 'neither a read nor a change')

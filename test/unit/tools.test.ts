@@ -348,11 +348,28 @@ describe('rules that share a name, lists of one, JSON results, inserts', () => {
       ),
       { kind: 'read', path: '/a.ts', start: 2, end: 3, realFinalEmpty: true, json: entries },
     )
+    assert.deepEqual(
+      classifyCall(
+        defaultProfile,
+        'read_files',
+        '{"files":[{"path":"/a"},{"path":"/b","start_line":5,"end_line":9}]}',
+        none,
+      ),
+      {
+        kind: 'reads',
+        files: [
+          { kind: 'read', path: '/a', start: 1, realFinalEmpty: true, json: entries },
+          { kind: 'read', path: '/b', start: 5, end: 9, realFinalEmpty: true, json: entries },
+        ],
+        json: entries,
+      },
+      'two files in one answer: each a read of its own',
+    )
     assert.equal(
-      classifyCall(defaultProfile, 'read_files', '{"files":[{"path":"/a"},{"path":"/b"}]}', none)
+      classifyCall(defaultProfile, 'read_files', '{"files":[{"path":"/a"},{"line":3}]}', none)
         .kind,
       'other',
-      'two files in one answer',
+      'a file without a path: no reads',
     )
     assert.deepEqual(
       classifyCall(defaultProfile, 'run_commands', '{"commands":["cat a.ts"]}', none),
