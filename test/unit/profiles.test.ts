@@ -171,7 +171,7 @@ const DIFFERENT: Record<string, { readonly want: Want; readonly why: string }> =
     },
     why:
       'one message answers two files, one of them a failure: each file is read on its own ' +
-      '(a stub of app.ts would stand in its own string, beside the other file\'s error)',
+      "(a stub of app.ts would stand in its own string, beside the other file's error)",
   },
   // The answer does not say whether the file is new: Cline's write_to_file and Crush's write
   // answer alike for a new file and an overwrite. Without a view of the file, "Created" could be

@@ -366,8 +366,7 @@ describe('rules that share a name, lists of one, JSON results, inserts', () => {
       'two files in one answer: each a read of its own',
     )
     assert.equal(
-      classifyCall(defaultProfile, 'read_files', '{"files":[{"path":"/a"},{"line":3}]}', none)
-        .kind,
+      classifyCall(defaultProfile, 'read_files', '{"files":[{"path":"/a"},{"line":3}]}', none).kind,
       'other',
       'a file without a path: no reads',
     )
