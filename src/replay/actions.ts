@@ -89,6 +89,9 @@ export function savedOnResults(
 export function actionReader(rules: ContextRules) {
   const t = rules.texts
   const stub = new RegExp(`\\] ${pattern(t.stub)}$`)
+  // A call that read several files (Cline 4's read_files): each stub ends its JSON string.
+  const stubInString = new RegExp(`\\] ${pattern(t.stub)}(?=")`, 'g')
+  const idLine = new RegExp(`^${pattern(t.id_bracket)}$`)
   const same = new RegExp(`^${pattern(t.id_bracket)} ${pattern(t.same_result)}$`)
   const elided = new RegExp(`^${pattern(t.elided, { count: '(\\d+)' })}$`, 'gm')
   const edit = new RegExp(`^${pattern(t.edit_bracket)}$`)
@@ -105,6 +108,8 @@ export function actionReader(rules: ContextRules) {
       actions.results++
       const firstLine = text.split('\n', 1)[0] ?? ''
       if (stub.test(firstLine)) actions.stubs++
+      else if (idLine.test(firstLine) && text.startsWith('[{', firstLine.length + 1))
+        actions.stubs += [...text.matchAll(stubInString)].length
       else if (same.test(firstLine)) actions.dedupes++
       else if (edit.test(firstLine) && (hunk.test(text) || created.test(text))) actions.diffs++
       let capped = false

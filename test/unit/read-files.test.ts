@@ -10,6 +10,7 @@ import fc from 'fast-check'
 import { loadLoop } from '../../src/config/loop.js'
 import { DedupeTable, renderResult, type Rendering } from '../../src/context/index.js'
 import { resultFacts, type FileViews } from '../../src/pipeline/facts.js'
+import { actionReader } from '../../src/replay/actions.js'
 import { classifyCall, defaultProfile } from '../../src/tools/index.js'
 
 const rules = loadLoop().context
@@ -182,6 +183,25 @@ describe('Cline 4: read_files of several files', () => {
       { path: '/p/y', error: 'Error reading file: Path is not a file: /p/y' },
     ])
     assert.equal(rendering.text, `[#0001]\n${answer}`)
+  })
+
+  test('replay counts each file stubbed inside the answer as a stub', async () => {
+    const table = new DedupeTable()
+    const both = [
+      { path: '/p/a.ts', lines: A },
+      { path: '/p/b.md', lines: B },
+    ]
+    const renderings = [
+      await render(both, 1, table),
+      await render(both, 2, table),
+      await render([{ path: '/p/a.ts', lines: A }], 3, table),
+    ]
+    const read = actionReader(rules)
+    const counts = renderings.map(
+      (rendering) =>
+        read([{ role: 'tool', tool_call_id: 'c', content: rendering.text }], new Set()).stubs,
+    )
+    assert.deepEqual(counts, [0, 2, 1])
   })
 
   test('any content: the answer stays JSON, each file its lines under its bracket (property)', async () => {
