@@ -1,3 +1,4 @@
+import { posix } from 'node:path'
 import type { ToolDefinition } from '../wire/chat.js'
 import type { EditArgs, JsonResult, Profile, RangeRule, ToolRule } from './define-profile.js'
 import { parsePatch, type PatchFile } from './patch.js'
@@ -155,7 +156,7 @@ function classifyWith(
       const command = rule.commands
         ? onlyCommand(args[rule.commands.find((arg) => args[arg] !== undefined) ?? ''])
         : args[rule.command?.find((arg) => args[arg] !== undefined) ?? '']
-      const call = shellCall(command)
+      const call = inDirectory(shellCall(command), firstString(args, rule.dir ?? []))
       // A read's lines, or a command's output, are inside the JSON answer (Cline 4).
       return reading(call.kind === 'patch' ? call : { ...call, ...json })
     }
@@ -177,6 +178,21 @@ function codeArguments(
 ): Record<string, unknown> | undefined {
   const call = typeof code === 'string' ? pythonCall(code) : undefined
   return call?.name === rule.call ? namedArguments(call, rule.params) : undefined
+}
+
+/**
+ * A shell read run in the directory the tool was given (opencode's `workdir`): a relative path
+ * resolves against it, and against a `cd DIR` inside the command after it.
+ */
+function inDirectory(call: Classified, workdir: string | undefined): Classified {
+  if (call.kind !== 'read' || !workdir || posix.isAbsolute(call.path)) return call
+  const dir =
+    call.dir === undefined
+      ? workdir
+      : posix.isAbsolute(call.dir)
+        ? call.dir
+        : posix.join(workdir, call.dir)
+  return { ...call, dir }
 }
 
 /** The one object of a list of one (Cline 4's `files`); a longer list is not one call's file. */

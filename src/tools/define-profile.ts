@@ -69,6 +69,11 @@ export interface ToolRule {
   readonly patch?: readonly string[]
   /** shell: the argument with the command (a string, or argv as an array). */
   readonly command?: readonly string[]
+  /**
+   * shell: the arguments that name the directory the command runs in, first present wins
+   * (opencode's `workdir`, Qwen Code's `directory`): a read's relative path resolves against it.
+   */
+  readonly dir?: readonly string[]
   /** shell: the argument with a list of commands (Cline 4's run_commands); only one is read. */
   readonly commands?: readonly string[]
   /** The result is JSON around the tool's answer (Cline 4). */

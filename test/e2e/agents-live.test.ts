@@ -279,6 +279,7 @@ for (const setup of SETUPS) {
             shell,
             recall,
             echo,
+            catInSrc,
           ] = seen as [string, ...string[]]
           const bracket = (id: number, path: string, range: string, sha: string) =>
             `[${hex(id)} ${path} lines ${range} sha ${sha}]`
@@ -375,6 +376,13 @@ for (const setup of SETUPS) {
           // 12. The call the model made after the recall, numbered next.
           assert.ok(original[11]!.includes('after-recall'), original[11])
           assert.equal(echo, `[#000c]\n${original[11]}`)
+          // 13. `cat util.ts` run in src/ (opencode's workdir, Qwen Code's directory): the file
+          //     the edit changed, as #0006 shows it; the bracket names the path as the call gave it.
+          assert.ok(original[12]!.includes('return a + b + 0; // edited'), original[12])
+          assert.equal(
+            catInSrc,
+            `[#000d util.ts lines 1-7 of 7 sha ${utilShaAfter}] Unchanged since #0006, which already shows lines 1-7.`,
+          )
           // Every result of a known tool was as its profile expects: no drift reported.
           const drift = stats.snapshot()
           assert.equal(drift.totals.unrecognised, 0, JSON.stringify(drift.unrecognisedByTool))

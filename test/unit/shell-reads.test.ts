@@ -222,6 +222,45 @@ describe('resultFacts: shell output in its wrapper', () => {
     }
   })
 
+  test("run in the tool's own directory (workdir, directory, cwd): the path resolves there", () => {
+    const read = (name: string, args: object) =>
+      classifyCall(defaultProfile, name, JSON.stringify(args), none)
+    const inSrc = { kind: 'read', path: 'util.ts', start: 1, shell: true, dir: '/p/src' }
+    // opencode and Kilo, Codex, Qwen Code, Roo Code, Crush: each agent's own argument.
+    assert.deepEqual(read('bash', { command: 'cat util.ts', workdir: '/p/src' }), inSrc)
+    assert.deepEqual(read('exec_command', { cmd: 'cat util.ts', workdir: '/p/src' }), inSrc)
+    assert.deepEqual(
+      read('run_shell_command', { command: 'cat util.ts', directory: '/p/src' }),
+      inSrc,
+    )
+    assert.deepEqual(read('execute_command', { command: 'cat util.ts', cwd: '/p/src' }), inSrc)
+    assert.deepEqual(read('bash', { command: 'cat util.ts', working_dir: '/p/src' }), inSrc)
+    // A `cd` in the command goes on from it; an absolute path or `cd` needs none of it.
+    assert.deepEqual(read('bash', { command: 'cd lib && cat a.ts', workdir: '/p' }), {
+      ...inSrc,
+      path: 'a.ts',
+      dir: '/p/lib',
+    })
+    assert.deepEqual(read('bash', { command: 'cd /q && cat a.ts', workdir: '/p' }), {
+      ...inSrc,
+      path: 'a.ts',
+      dir: '/q',
+    })
+    assert.deepEqual(read('bash', { command: 'cat /q/a.ts', workdir: '/p' }), {
+      kind: 'read',
+      path: '/q/a.ts',
+      start: 1,
+      shell: true,
+    })
+    // Claude Code's Bash has no such argument: one of that name is not read.
+    assert.deepEqual(read('Bash', { command: 'cat util.ts', workdir: '/p/src' }), {
+      kind: 'read',
+      path: 'util.ts',
+      start: 1,
+      shell: true,
+    })
+  })
+
   test("workspace mode: a tail is placed by the file's length, when the file still shows it", async () => {
     const workspace = await createWorkspace([makeProject()])
     const tail = (text: string) =>

@@ -27,7 +27,8 @@ export const clineClassic = defineProfile({
     },
     { kind: 'search', names: ['search_files'] },
     { kind: 'list', names: ['list_files'] },
-    { kind: 'shell', names: ['execute_command'], command: ['command'] },
+    // The first rule named `execute_command` decides for Roo Code too, whose `cwd` it is.
+    { kind: 'shell', names: ['execute_command'], command: ['command'], dir: ['cwd'] },
   ],
   envelopes: [
     // ReadFileToolHandler: a repeated read puts a notice line before the content it returns.

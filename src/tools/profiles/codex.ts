@@ -15,6 +15,7 @@ export const codex = defineProfile({
       kind: 'shell',
       names: ['shell', 'shell_command', 'exec_command'],
       command: ['command', 'cmd'],
+      dir: ['workdir'],
     },
     { kind: 'list', names: ['list_dir'] },
     { kind: 'grep', names: ['grep_files'] },

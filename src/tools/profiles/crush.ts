@@ -26,7 +26,7 @@ export const crush = defineProfile({
     { kind: 'list', names: ['ls'] },
     { kind: 'glob', names: ['glob'] },
     { kind: 'grep', names: ['grep'] },
-    { kind: 'shell', names: ['bash'], command: ['command'] },
+    { kind: 'shell', names: ['bash'], command: ['command'], dir: ['working_dir'] },
   ],
   envelopes: [
     // view.go: LSP diagnostics may follow the closing tag.

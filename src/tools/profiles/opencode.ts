@@ -27,7 +27,8 @@ export const opencode = defineProfile({
     { kind: 'list', names: ['list'] },
     { kind: 'glob', names: ['glob'] },
     { kind: 'grep', names: ['grep'] },
-    { kind: 'shell', names: ['bash'], command: ['command'] },
+    // The first rule named `bash` decides for every agent: Crush's says `working_dir`.
+    { kind: 'shell', names: ['bash'], command: ['command'], dir: ['workdir', 'working_dir'] },
   ],
   envelopes: [
     // 2026: <path>/<type>/<content>, a footer with the file's length or the range shown.

@@ -21,7 +21,7 @@ export const qwenCode = defineProfile({
     { kind: 'list', names: ['list_directory'] },
     { kind: 'glob', names: ['glob'] },
     { kind: 'grep', names: ['grep_search'] },
-    { kind: 'shell', names: ['run_shell_command'], command: ['command'] },
+    { kind: 'shell', names: ['run_shell_command'], command: ['command'], dir: ['directory'] },
   ],
   // Its count of lines is not the file's (it counts the empty string after a final newline), so
   // only the range is taken from the header.

@@ -29,7 +29,7 @@ export const rooCode = defineProfile({
     { kind: 'patch', names: ['apply_patch'], patch: ['patch'] },
     { kind: 'list', names: ['list_files'] },
     { kind: 'search', names: ['search_files', 'codebase_search'] },
-    { kind: 'shell', names: ['execute_command'], command: ['command'] },
+    { kind: 'shell', names: ['execute_command'], command: ['command'], dir: ['cwd'] },
   ],
   envelopes: [
     // ReadFileTool: an empty file splits into one empty line, or says so.

@@ -6,6 +6,7 @@
  */
 import type { FakeResponse, FakeScript, RecordedRequest } from '../../helpers/fake-upstream.js'
 import { chatChunks, chatCompletion } from '../../helpers/fake-upstream.js'
+import { join } from 'node:path'
 import type { LiveProject } from './agents.js'
 
 type Schema = {
@@ -19,7 +20,8 @@ export interface LiveTools {
   readonly edit: Schema & { path: string; old: string; new: string }
   readonly grep: Schema & { pattern: string; path: string }
   readonly glob: Schema & { pattern: string; path: string }
-  readonly shell: Schema & { command: string }
+  /** `dir`: the argument naming the directory the command runs in. */
+  readonly shell: Schema & { command: string; dir: string }
   readonly recall: Schema
 }
 
@@ -86,7 +88,11 @@ export function findTools(tools: unknown): LiveTools {
     },
     grep: { ...grep, pattern: arg(grep, ['pattern']), path: arg(grep, ['path']) },
     glob: { ...glob, pattern: arg(glob, ['pattern']), path: arg(glob, ['path']) },
-    shell: { ...shell, command: arg(shell, ['command']) },
+    shell: {
+      ...shell,
+      command: arg(shell, ['command']),
+      dir: arg(shell, ['directory', 'workdir']),
+    },
     recall: pick(all, ['recall']),
   }
 }
@@ -153,6 +159,9 @@ export function livePlan(project: LiveProject): ((tools: LiveTools, messages: an
       ),
     // One more call after the recall, so the agent sends the request that restores the exchange.
     (t) => calls(call(t.shell, { [t.shell.command]: 'echo after-recall' })),
+    // util.ts through the shell, run in src/ by the tool's own directory argument.
+    (t) =>
+      calls(call(t.shell, { [t.shell.command]: 'cat util.ts', [t.shell.dir]: join(root, 'src') })),
     () => ({ content: FINAL_TEXT }),
   ]
 }
