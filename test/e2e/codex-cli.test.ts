@@ -261,6 +261,9 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       'ls src',
       'ls src',
       'seq 1 1500',
+      // util.ts again, run in src/ by exec_command's workdir, then by its path from the root.
+      { cmd: 'cat util.ts', workdir: join(project.root, 'src') },
+      'cat src/util.ts',
     ]
     const upstream = await scriptedCodex(
       commandsThenRecall(commands, 'call_cx', { id: '#0008', offset: 700, limit: 3 }),
@@ -309,7 +312,15 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       assert.equal(texts[6], '[#0007] Same result as #0006.')
       assert.match(texts[7]!, /lines elided, full output #0008\]/)
       // Recall counts the result's lines as the cap did: Codex's wrapper lines first.
-      assert.equal(texts[8], '[#0009 recall #0008 lines 700-702 of 1505]\n695\n696\n697')
+      // The patched util.ts, read in src/: the file there (its hash), and the same file by
+      // another path a stub of it.
+      const utilSha = sha8(project.util)
+      assert.ok(texts[8]!.startsWith(`[#0009 util.ts lines 1-7 of 7 sha ${utilSha}]\n`), texts[8])
+      assert.equal(
+        texts[9],
+        `[#000a src/util.ts lines 1-7 of 7 sha ${utilSha}] Unchanged since #0009, which already shows lines 1-7.`,
+      )
+      assert.equal(texts[10], '[#000b recall #0008 lines 700-702 of 1505]\n695\n696\n697')
       assert.doesNotMatch(stdout, /recall/)
       const snapshot = stats.snapshot()
       assert.equal(snapshot.totals.unrecognised, 0, JSON.stringify(snapshot.unrecognisedByTool))
@@ -399,7 +410,7 @@ describe('the real Codex CLI with --elide, through /v1/responses', () => {
  * with `recall`'s arguments, then says it is done; the turn is told by the calls made so far.
  */
 function commandsThenRecall(
-  commands: readonly string[],
+  commands: readonly (string | { cmd: string; workdir: string })[],
   prefix: string,
   recall: Record<string, unknown>,
 ): (request: RecordedRequest) => ResponsesSay {
@@ -408,7 +419,11 @@ function commandsThenRecall(
     if (step < commands.length)
       return {
         calls: [
-          { name: 'exec_command', args: { cmd: commands[step] }, id: `${prefix}_${step + 1}` },
+          {
+            name: 'exec_command',
+            args: typeof commands[step] === 'string' ? { cmd: commands[step] } : commands[step]!,
+            id: `${prefix}_${step + 1}`,
+          },
         ],
       }
     if (step === commands.length) return { calls: [{ name: 'recall', args: recall }] }
