@@ -237,8 +237,9 @@ async function changeFacts(
     .map((rule) => ({ rule, match: rule.pattern.exec(text) }))
     .find((s) => s.match)
   const paths = changedPaths(classified)
-  const snapshots = await Promise.all(paths.map((path) => workspace?.read(path)))
-  const absPaths = paths.map((path, i) => snapshots[i]?.absPath ?? blindAbsPath(path))
+  const where = changedFiles(classified)
+  const snapshots = await Promise.all(where.map((path) => workspace?.read(path)))
+  const absPaths = where.map((path, i) => snapshots[i]?.absPath ?? blindAbsPath(path))
   // A failed edit changed nothing: its error text stays, with its id.
   if (!success) {
     const failed =
@@ -384,6 +385,16 @@ export function changedPaths(
   classified: Extract<Classified, { kind: 'edit' | 'write' | 'patch' }>,
 ): string[] {
   return classified.kind === 'patch' ? classified.files.map(patchPath) : [classified.path]
+}
+
+/** Where the files an edit, write or patch names are: their paths, in the shell's directory. */
+export function changedFiles(
+  classified: Extract<Classified, { kind: 'edit' | 'write' | 'patch' }>,
+): string[] {
+  const dir = classified.kind === 'patch' ? classified.dir : undefined
+  return changedPaths(classified).map((path) =>
+    dir === undefined || posix.isAbsolute(path) ? path : posix.join(dir, path),
+  )
 }
 
 function patchPath(file: PatchFile): string {

@@ -20,7 +20,7 @@ import {
   type ToolDefinition,
 } from '../wire/chat.js'
 import { claimAndWrite } from './next-ids.js'
-import { blindAbsPath, changedPaths, resultFacts, type Facts, type FileViews } from './facts.js'
+import { blindAbsPath, changedFiles, resultFacts, type Facts, type FileViews } from './facts.js'
 import type { HistoryDeps, HistoryState, HistoryStats } from './rebuild.js'
 import type { Elision } from '../session/elision.js'
 
@@ -318,7 +318,7 @@ export function editBases(
     )
     if (classified.kind !== 'edit' && classified.kind !== 'write' && classified.kind !== 'patch')
       continue
-    for (const path of changedPaths(classified)) {
+    for (const path of changedFiles(classified)) {
       const view = views.get(blindAbsPath(path))
       if (view) shas.add(view.sha256)
     }

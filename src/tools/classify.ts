@@ -50,6 +50,8 @@ export type Classified =
       readonly files: readonly PatchFile[]
       /** A shell command ran it (Codex's `apply_patch <<'EOF'`): its answer is in a wrapper. */
       readonly shell?: boolean
+      /** The directory the shell ran it in (the tool's `workdir`): its relative paths resolve there. */
+      readonly dir?: string
     } & JsonWrapped)
   | ({
       readonly kind: 'list' | 'glob' | 'grep' | 'search'
@@ -181,10 +183,11 @@ function codeArguments(
 }
 
 /**
- * A shell read run in the directory the tool was given (opencode's `workdir`): a relative path
- * resolves against it, and against a `cd DIR` inside the command after it.
+ * A shell read or patch run in the directory the tool was given (opencode's `workdir`): a
+ * relative path resolves against it, and against a `cd DIR` inside the command after it.
  */
 function inDirectory(call: Classified, workdir: string | undefined): Classified {
+  if (call.kind === 'patch' && workdir) return { ...call, dir: workdir }
   if (call.kind !== 'read' || !workdir || posix.isAbsolute(call.path)) return call
   const dir =
     call.dir === undefined

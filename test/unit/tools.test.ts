@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import {
   classifyCall,
@@ -697,6 +699,33 @@ describe("Codex 0.171: apply_patch through exec_command, and its wrappers' volat
       'Wall time: 0.0000 seconds\nOutput:\nExit code: 1\nWall time: 0 seconds\nOutput:\nerror: no match\n',
     )
     assert.deepEqual(failed, { call: { kind: 'other' } })
+  })
+  test("run with a workdir, its paths are the workdir's files; the diff names them as given", async () => {
+    const project = makeProject()
+    mkdirSync(join(project, 'src'))
+    writeFileSync(join(project, 'src', 'a.ts'), 'const a = 2\n') // as the patch left it
+    writeFileSync(join(project, 'a.ts'), 'unrelated\n') // the same name at the root
+    const facts = await resultFacts(
+      classifyCall(
+        defaultProfile,
+        'exec_command',
+        JSON.stringify({
+          cmd: `apply_patch <<'EOF'\n${patch.replace('src/a.ts', 'a.ts')}\nEOF`,
+          workdir: join(project, 'src'),
+        }),
+        new Map(),
+      ),
+      'Chunk ID: 3af7c3\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 9\nOutput:\nSuccess. Updated the following files:\nM a.ts\n',
+      defaultProfile,
+      await createWorkspace([project]),
+      { content: async () => undefined },
+    )
+    assert.equal(facts.call.kind, 'patch')
+    if (facts.call.kind === 'patch')
+      assert.deepEqual(
+        facts.call.files.map((f) => [f.path, f.absPath, f.before, f.after]),
+        [['a.ts', join(project, 'src', 'a.ts'), 'const a = 1\n', 'const a = 2\n']],
+      )
   })
   test('a listing compares the output inside the wrapper, not its chunk id', async () => {
     const listing = (chunk: string) =>
