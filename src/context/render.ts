@@ -121,7 +121,8 @@ function renderRead(
       sha256: read.file?.sha256,
     },
   }
-  const earlier = empty ? undefined : table.findRead(read)
+  // A read that shows more than its lines (a tail after a cut) is never a stub: it would hide them.
+  const earlier = empty || read.more ? undefined : table.findRead(read)
   if (!earlier) return full
   const sentence = fill(rules.texts.stub, {
     target: earlier.id,

@@ -72,6 +72,11 @@ export interface ReadCall {
   readonly total?: number
   /** Blind mode: the text of each line shown, to compare with an earlier read. */
   readonly shown?: readonly string[]
+  /**
+   * The result also shows lines past `end` that it does not place (the tail after an agent's cut
+   * middle): a target for the lines start-end, but never itself a stub, which would hide them.
+   */
+  readonly more?: true
 }
 
 /** One file's change: `before` null = it did not exist; `after` null = it was deleted. */

@@ -186,6 +186,7 @@ async function readFacts(
           start: snapshot.lines === 0 ? 1 : start,
           end: snapshot.lines === 0 ? 0 : end,
           file: { lines: snapshot.lines, sha256: snapshot.sha256 },
+          ...(shown.more ? { more: true as const } : {}),
         },
         views: [viewOf(snapshot)],
       }
@@ -214,6 +215,7 @@ async function readFacts(
       start,
       end,
       ...(shown.total === undefined ? {} : { total: shown.total }),
+      ...(shown.more ? { more: true as const } : {}),
       // A file that changed since the tool read it is never a stub target: keep its lines unknown.
       ...(snapshot ? {} : { shown: shown.lines }),
     },

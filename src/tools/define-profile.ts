@@ -104,8 +104,9 @@ export interface ReadEnvelope {
   /**
    * The body was cut at a size limit (OpenHands' `<response clipped>`, Cline 4's middle cut):
    * its last line is partial unless the body ends with a newline, and it is never the whole file.
+   * `middle`: the end of the text is shown after the cut (Cline 4), lines the body does not place.
    */
-  readonly cut?: boolean
+  readonly cut?: boolean | 'middle'
 }
 
 /**

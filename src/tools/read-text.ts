@@ -28,6 +28,8 @@ export interface ShownLines {
   readonly kind?: 'list'
   /** The lines were cut at a size limit: they are never the whole file. */
   readonly cut?: boolean
+  /** The result shows more lines after a cut middle than `lines` (which are its head). */
+  readonly more?: boolean
   /**
    * The text looks numbered but its numbering does not run on (a wrapper this table does not
    * know, lines left out): its lines are not known, and taking the text as lines would be wrong.
@@ -64,7 +66,11 @@ export function shownLines(
     const groups = match.groups ?? {}
     const body = groups.body ?? ''
     const total = optionalNumber(groups.total) ?? optionalNumber(groups.of)
-    if (envelope.cut) return cutLines(body, options.numbered)
+    if (envelope.cut)
+      return {
+        ...cutLines(body, options.numbered),
+        ...(envelope.cut === 'middle' ? { more: true } : {}),
+      }
     const inner = bareLines(body, options.numbered)
     const start = inner.start ?? optionalNumber(groups.start)
     return finalNewline(

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { agentBinary, describeRun, isolatedEnv, makeLiveProject, runAgent } from './live/agents.js'
@@ -19,7 +19,7 @@ import { sha8 } from '../helpers/workspace.js'
 const FINAL = 'Cline CLI: read, listed, searched, edited and read again.'
 
 /** The session the model plays (absolute paths, as Cline's tools ask), then the final answer. */
-function steps(big: string, util: string, readme: string): Call[] {
+function steps(big: string, util: string, readme: string, huge: string): Call[] {
   return [
     { name: 'read_files', args: { files: [{ path: big }] } },
     { name: 'read_files', args: { files: [{ path: big }] } },
@@ -38,6 +38,11 @@ function steps(big: string, util: string, readme: string): Call[] {
     { name: 'read_files', args: { files: [{ path: big }, { path: readme }] } },
     { name: 'read_files', args: { files: [{ path: readme }] } },
     { name: 'read_files', args: { files: [{ path: util }, { path: `${util}.missing` }] } },
+    // A file past Cline's 8,000 characters a result: lines 1-150 whole, then the whole file and
+    // lines 1-600, which Cline cuts in the middle (head, notice, tail).
+    { name: 'read_files', args: { files: [{ path: huge, start_line: 1, end_line: 150 }] } },
+    { name: 'read_files', args: { files: [{ path: huge }] } },
+    { name: 'read_files', args: { files: [{ path: huge, start_line: 1, end_line: 600 }] } },
   ]
 }
 
@@ -64,7 +69,13 @@ test(
     const binary = agentBinary('cline')
     const project = makeLiveProject('cline')
     const readme = join(project.root, 'README.md')
-    const plan = steps(project.big, project.util, readme)
+    const huge = join(project.root, 'src', 'huge.ts')
+    const hugeLines = Array.from(
+      { length: 1000 },
+      (_, i) => `const value${String(i + 1).padStart(4, '0')} = compute(${i + 1}, "abcdefghij");`,
+    )
+    writeFileSync(huge, hugeLines.join('\n') + '\n')
+    const plan = steps(project.big, project.util, readme, huge)
     const live = await scriptedRun(project, plan, FINAL, isMain)
     const { rig, stop } = live
     try {
@@ -106,6 +117,9 @@ test(
         both,
         readmeAgain,
         utilAndMissing,
+        hugeHead,
+        hugeWhole,
+        hugeTo600,
       ] = results as [string, ...string[]]
       const big = project.big
       const sha = new RegExp(
@@ -187,6 +201,27 @@ test(
       assert.equal(missing!.success, false)
       assert.equal(missing!.result, '')
       assert.match(missing!.error ?? '', /ENOENT/)
+
+      // The file past Cline's cut: lines 1-150 whole; then the whole file and lines 1-600, cut in
+      // the middle by Cline, each placed by the lines before the cut and sent in full (a stub of
+      // #0011 would hide the tail after the cut); no result taken for drift.
+      const hugeSha = sha8(huge)
+      assert.match(
+        hugeHead!,
+        new RegExp(`^\\[#0011 ${huge} lines 1-150 of 1000 sha ${hugeSha}\\]\\n\\[`),
+      )
+      for (const [text, id] of [
+        [hugeWhole!, '#0012'],
+        [hugeTo600!, '#0013'],
+      ] as const) {
+        const bracket = new RegExp(
+          `^\\[${id} ${huge} lines 1-(\\d+) of 1000 sha ${hugeSha}\\]\\n\\[`,
+        )
+        const end = Number(bracket.exec(text)?.[1])
+        assert.ok(end > 50 && end < 150, text.slice(0, 200))
+        assert.match(text, /\.\.\.\[truncated \d+ chars\]\.\.\./)
+        assert.doesNotMatch(text, /Unchanged since/)
+      }
       live.assertClean('Cline')
     } finally {
       await rig.close()

@@ -5,6 +5,7 @@
  * resultFacts and the renderer, as the pipeline runs them.
  */
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { loadLoop } from '../../src/config/loop.js'
@@ -232,5 +233,35 @@ describe('Cline 4: read_files of several files', () => {
       ),
       { numRuns: 60 },
     )
+  })
+})
+
+/** Cline CLI 3.0.65's answers of a 1,000-line file, cut in the middle by its message builder. */
+const cutReads = JSON.parse(
+  readFileSync(new URL('../fixtures/agents/cline-v4/cut-reads.json', import.meta.url), 'utf8'),
+) as { results: { call: { name: string; arguments: string }; result: string }[] }
+
+describe('Cline 4: a read cut in the middle (the real CLI, 8,000 characters a result)', () => {
+  test('placed by its head, never a stub (its tail would be lost), never drift', async () => {
+    const table = new DedupeTable()
+    const texts: string[] = []
+    for (const [i, { call, result }] of cutReads.results.entries()) {
+      const classified = classifyCall(defaultProfile, call.name, call.arguments, new Map())
+      const facts = await resultFacts(classified, result, defaultProfile, undefined, noViews)
+      assert.equal(facts.unrecognised, undefined, `result ${i + 1}`)
+      const rendering = renderResult(
+        { number: i + 1, call: facts.call, text: result },
+        table,
+        rules,
+      )
+      if (rendering.entry) table.add(rendering.entry)
+      texts.push(rendering.text)
+    }
+    const path = '/work/project/src/huge.ts'
+    assert.equal(texts[0], `[#0001 ${path} lines 1-150]\n${cutReads.results[0]!.result}`)
+    // The whole file, its window cut: the lines before the cut (the last one may be partial), the
+    // rest shown as it came. Lines 1-82 lie inside #0001, but the tail after the cut does not.
+    assert.equal(texts[1], `[#0002 ${path} lines 1-82]\n${cutReads.results[1]!.result}`)
+    assert.equal(texts[2], `[#0003 ${path} lines 1-82]\n${cutReads.results[2]!.result}`)
   })
 })

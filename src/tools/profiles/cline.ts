@@ -134,16 +134,17 @@ export const clineV4 = defineProfile({
     { kind: 'shell', names: ['run_commands'], commands: ['commands'], json: ENTRIES },
   ],
   envelopes: [
+    // message-builder.ts cuts the middle of every long result string at request build. First: a
+    // window's footer may end the tail it keeps. The tail is shown too: the read is never a stub.
+    {
+      pattern:
+        /^(?<body>[\s\S]*?)\n\n\.\.\.\[truncated \d+ chars(?: to fit provider request budget)?\]\.\.\.\n\n[\s\S]*$/,
+      cut: 'middle',
+    },
     // file-read.ts: a window shorter than the file ends with where it is.
     {
       pattern:
         /^(?<body>[\s\S]*?)\n\n\[Showing lines (?<start>\d+)-(?<end>\d+) of (?:(?<of>\d+)|\d+\+)\. Use start_line\/end_line to read other sections\.\]$/,
-    },
-    // message-builder.ts cuts the middle of every long result string at request build.
-    {
-      pattern:
-        /^(?<body>[\s\S]*?)\n\n\.\.\.\[truncated \d+ chars(?: to fit provider request budget)?\]\.\.\.\n\n[\s\S]*$/,
-      cut: true,
     },
   ],
   success: [
