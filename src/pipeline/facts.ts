@@ -88,7 +88,7 @@ export async function resultFacts(
     default: {
       // A shell's listing or search is the same as an earlier one when its output is.
       const output =
-        classified.name === 'shell' ? shellOutput(text, profile.shellEnvelopes) : undefined
+        classified.name === 'shell' ? shellOutput(text, profile.shellEnvelopes, true) : undefined
       const wrapped = wrap()
       return {
         call: {

@@ -122,6 +122,12 @@ export interface ShellEnvelope {
    * fields (dotted paths). The output is the run's when it is a string and the exit code is 0.
    */
   readonly json?: { readonly output: string; readonly exit: string }
+  /**
+   * The output inside starts like this when the agent cut it (Codex's `Warning: truncated output
+   * …`, `Total output lines: N` before a head and tail around `…N chars truncated…`): such a run
+   * is not whole, never a read.
+   */
+  readonly cut?: RegExp
 }
 
 /**

@@ -5,11 +5,18 @@ import type { ShellEnvelope } from './define-profile.js'
  * undefined for a wrapper of a failed or cut run (it must not pass for a file's lines). Output
  * that no wrapper spots is raw output, as it is.
  */
-export function shellOutput(text: string, envelopes: readonly ShellEnvelope[]): string | undefined {
+export function shellOutput(
+  text: string,
+  envelopes: readonly ShellEnvelope[],
+  /** A cut output is still the output to compare (a listing's or search's `Same result as`). */
+  cutToo = false,
+): string | undefined {
   for (const envelope of envelopes) {
     if (!envelope.any.test(text)) continue
-    if (envelope.json) return jsonOutput(text, envelope.json)
-    return envelope.success?.exec(text)?.groups?.body
+    const body = envelope.json
+      ? jsonOutput(text, envelope.json)
+      : envelope.success?.exec(text)?.groups?.body
+    return body !== undefined && !cutToo && envelope.cut?.test(body) ? undefined : body
   }
   return text
 }

@@ -264,7 +264,16 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
       // util.ts again, run in src/ by exec_command's workdir, then by its path from the root.
       { cmd: 'cat util.ts', workdir: join(project.root, 'src') },
       'cat src/util.ts',
+      // Past 10,000 bytes Codex cuts the output to a head and a tail: no read.
+      'cat src/huge.ts',
     ]
+    writeFileSync(
+      join(project.root, 'src', 'huge.ts'),
+      Array.from(
+        { length: 3000 },
+        (_, i) => `export const v${i + 1} = ${i + 1}; // a long line\n`,
+      ).join(''),
+    )
     const upstream = await scriptedCodex(
       commandsThenRecall(commands, 'call_cx', { id: '#0008', offset: 700, limit: 3 }),
     )
@@ -320,7 +329,11 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
         texts[9],
         `[#000a src/util.ts lines 1-7 of 7 sha ${utilSha}] Unchanged since #0009, which already shows lines 1-7.`,
       )
-      assert.equal(texts[10], '[#000b recall #0008 lines 700-702 of 1505]\n695\n696\n697')
+      assert.match(
+        texts[10]!,
+        /^\[#000b\]\nChunk ID: \w+\n[^]*\nOutput:\nWarning: truncated output /,
+      )
+      assert.equal(texts[11], '[#000c recall #0008 lines 700-702 of 1505]\n695\n696\n697')
       assert.doesNotMatch(stdout, /recall/)
       const snapshot = stats.snapshot()
       assert.equal(snapshot.totals.unrecognised, 0, JSON.stringify(snapshot.unrecognisedByTool))

@@ -5,9 +5,11 @@
  * from are in test/unit/real-traces.test.ts.
  */
 import assert from 'node:assert/strict'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
+import { loadLoop } from '../../src/config/loop.js'
+import { DedupeTable, renderResult } from '../../src/context/index.js'
 import { resultFacts, type FileViews } from '../../src/pipeline/facts.js'
 import { classifyCall, defaultProfile, shellCall } from '../../src/tools/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
@@ -15,6 +17,7 @@ import type { ToolDefinition } from '../../src/wire/chat.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const none = new Map<string, ToolDefinition>()
+const rules = loadLoop().context
 const views: FileViews = { content: async () => undefined }
 
 describe('shellCall: the forms of a shell read', () => {
@@ -259,6 +262,54 @@ describe('resultFacts: shell output in its wrapper', () => {
       start: 1,
       shell: true,
     })
+  })
+
+  test('Codex 0.171 cuts an output past 10,000 bytes: never a read, never a stub (the real CLI)', async () => {
+    const captured = JSON.parse(
+      readFileSync(new URL('../fixtures/agents/codex/cut-outputs.json', import.meta.url), 'utf8'),
+    ) as { results: { call: { name: string; arguments: string }; result: string }[] }
+    const table = new DedupeTable()
+    for (const [i, { call, result }] of captured.results.entries()) {
+      assert.match(result, /\nOutput:\nWarning: truncated output .*\nTotal output lines: \d+\n/)
+      const facts = await resultFacts(
+        classifyCall(defaultProfile, call.name, call.arguments, none),
+        result,
+        defaultProfile,
+        undefined,
+        views,
+      )
+      assert.deepEqual(facts, { call: { kind: 'other' } }, call.arguments)
+      const rendering = renderResult(
+        { number: i + 1, call: facts.call, text: result },
+        table,
+        rules,
+      )
+      assert.equal(rendering.text, `[#000${i + 1}]\n${result}`)
+    }
+    // A tool it does not offer: its answer is no file's lines.
+    const unsupported = await resultFacts(
+      classifyCall(defaultProfile, 'shell_command', JSON.stringify({ command: 'cat a.txt' }), none),
+      'unsupported call: shell_command',
+      defaultProfile,
+      undefined,
+      views,
+    )
+    assert.deepEqual(unsupported, { call: { kind: 'other' } })
+    // Its structured form says so by `Total output lines:` first, the plain one before `Output:`.
+    const cut = 'Total output lines: 3000\n\nline 1\n…9 chars truncated…ne 3000\n'
+    for (const text of [
+      JSON.stringify({ output: cut, metadata: { exit_code: 0 } }),
+      `Exit code: 0\nWall time: 0.1 seconds\nTotal output lines: 3000\nOutput:\n${cut.slice(26)}`,
+    ]) {
+      const facts = await resultFacts(
+        classifyCall(defaultProfile, 'shell', JSON.stringify({ command: ['cat', 'a.txt'] }), none),
+        text,
+        defaultProfile,
+        undefined,
+        views,
+      )
+      assert.equal(facts.call.kind, 'other', text)
+    }
   })
 
   test("workspace mode: a tail is placed by the file's length, when the file still shows it", async () => {

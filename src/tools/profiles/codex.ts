@@ -22,15 +22,18 @@ export const codex = defineProfile({
   ],
   shellEnvelopes: [
     {
+      // `Total output lines: N` before `Output:` is written only when Codex cut the output.
       any: /^Exit code: \d+\nWall time: /,
-      success:
-        /^Exit code: 0\nWall time: [^\n]*\n(?:Total output lines: \d+\n)?Output:\n(?<body>[\s\S]*)$/,
+      success: /^Exit code: 0\nWall time: [^\n]*\nOutput:\n(?<body>[\s\S]*)$/,
     },
     {
       // exec_command (Codex CLI 0.171): a chunk of a process's output, with its exit code.
       any: /^Chunk ID: [^\n]*\nWall time: /,
       success:
         /^Chunk ID: [^\n]*\nWall time: [^\n]*\nProcess exited with code 0\n(?:Original token count: \d+\n)?Output:\n(?<body>[\s\S]*)$/,
+      // Past its budget (10,000 bytes by default) Codex keeps a head and a tail around
+      // `…N chars truncated…` (or `…N tokens truncated…`), cut mid-line, after this header.
+      cut: /^Warning: truncated output \(original token count: \d+\)\nTotal output lines: \d+\n/,
     },
     {
       // exec_command running `apply_patch` (0.171): Codex's own answer inside a second wrapper.
@@ -39,9 +42,16 @@ export const codex = defineProfile({
         /^Wall time: [^\n]*\nOutput:\nExit code: 0\nWall time: [^\n]*\nOutput:\n(?<body>[\s\S]*)$/,
     },
     // A structured shell result: {"output": …, "metadata": {"exit_code": 0, …}}.
-    { any: /^\{"output":/, json: { output: 'output', exit: 'metadata.exit_code' } },
+    // Its output starts `Total output lines: N` when Codex cut it.
+    {
+      any: /^\{"output":/,
+      json: { output: 'output', exit: 'metadata.exit_code' },
+      cut: /^Total output lines: \d+\n/,
+    },
   ],
   success: [{ pattern: /^Success\. Updated the following files:\n/ }],
+  // A call of a tool this Codex does not offer (0.171: `shell_command`) is answered so.
+  failures: [/^unsupported call: /],
   compaction: [
     {
       role: 'user',
