@@ -191,6 +191,9 @@ async function readFacts(
         views: [viewOf(snapshot)],
       }
     }
+    // A command's output that is not the file's lines (a notice or a cut the agent put in, an
+    // error mixed in) is no read: a shell read is only guessed, and here the file says it is not.
+    if (classified.shell) return { call: { kind: 'other' } }
   }
   // Nothing shown, nothing known: unless the result says the file is empty. A tail placed by a
   // file that no longer shows its lines is placed nowhere.

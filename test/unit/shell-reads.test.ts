@@ -312,6 +312,24 @@ describe('resultFacts: shell output in its wrapper', () => {
     }
   })
 
+  test("workspace mode: output that is not the file's lines is no read (a notice the agent added)", async () => {
+    const project = makeProject()
+    const workspace = await createWorkspace([project])
+    const facts = (output: string) =>
+      resultFacts(
+        classifyCall(defaultProfile, 'bash', JSON.stringify({ command: 'cat util.ts' }), none),
+        output,
+        defaultProfile,
+        workspace,
+        views,
+      )
+    const content = readFileSync(join(project, 'util.ts'), 'utf8')
+    assert.equal((await facts(content)).call.kind, 'read')
+    const notice =
+      '\n\n...120 bytes truncated...\n\nThe tool call succeeded but the output was truncated.'
+    assert.deepEqual(await facts(content + notice), { call: { kind: 'other' } })
+  })
+
   test("workspace mode: a tail is placed by the file's length, when the file still shows it", async () => {
     const workspace = await createWorkspace([makeProject()])
     const tail = (text: string) =>
