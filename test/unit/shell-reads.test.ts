@@ -11,7 +11,7 @@ import { describe, test } from 'node:test'
 import { loadLoop } from '../../src/config/loop.js'
 import { DedupeTable, renderResult } from '../../src/context/index.js'
 import { resultFacts, type FileViews } from '../../src/pipeline/facts.js'
-import { classifyCall, defaultProfile, shellCall } from '../../src/tools/index.js'
+import { classifyCall, defaultProfile, shellCall, splitTrailer } from '../../src/tools/index.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import type { ToolDefinition } from '../../src/wire/chat.js'
 import { makeProject } from '../helpers/workspace.js'
@@ -350,5 +350,44 @@ describe('resultFacts: shell output in its wrapper', () => {
       (await tail('changed since\nexport const line340 = 340 // app\n')).call.kind,
       'other',
     )
+  })
+})
+
+const shellCuts = JSON.parse(
+  readFileSync(new URL('../fixtures/agents/shell-cuts/cut-outputs.json', import.meta.url), 'utf8'),
+) as {
+  results: { agent: string; call: { name: string; arguments: string }; result: string }[]
+}
+
+describe("the agents' own cut of a long shell output (the real CLIs): never a read", () => {
+  test('opencode and Kilo, Qwen Code, Claude Code: cut, lost or persisted, no file lines', async () => {
+    for (const { agent, call, result } of shellCuts.results) {
+      const classified = classifyCall(defaultProfile, call.name, call.arguments, none)
+      assert.equal(classified.kind, 'read', agent)
+      const { body } = splitTrailer(result, defaultProfile.trailers)
+      const facts = await resultFacts(classified, body, defaultProfile, undefined, views)
+      assert.equal(facts.call.kind, 'other', `${agent}: ${result.slice(0, 60)}`)
+      assert.equal(facts.unrecognised, undefined, agent)
+      assert.equal(facts.views, undefined, agent)
+    }
+  })
+
+  test('the same wrappers, whole, are still reads', async () => {
+    const read = async (name: string, command: string, text: string) =>
+      (
+        await resultFacts(
+          classifyCall(defaultProfile, name, JSON.stringify({ command }), none),
+          text,
+          defaultProfile,
+          undefined,
+          views,
+        )
+      ).call
+    const qwen = (output: string) =>
+      `Command: cat a.ts\nDirectory: (root)\nOutput: ${output}\nError: (none)\nExit Code: 0\nSignal: (none)\nProcess Group PGID: (none)`
+    const whole = await read('run_shell_command', 'cat a.ts', qwen('x\n(empty)'))
+    assert.deepEqual(whole.kind === 'read' && [whole.start, whole.end], [1, 2])
+    const plain = await read('bash', 'cat a.ts', 'x\ny\n')
+    assert.deepEqual(plain.kind === 'read' && [plain.start, plain.end], [1, 2])
   })
 })

@@ -44,6 +44,11 @@ export const claudeCode = defineProfile({
       kind: 'empty',
     },
   ],
+  // Bash answers with the output alone. An output past the tool's limit is saved to a file and
+  // the model sees `<persisted-output>`: `Output too large (198.1KB). Full output saved to: PATH`,
+  // `Preview (first 2KB):`, the head, `...` (2.1.332); or its start and end, or a
+  // `<truncated-output>` when it could not be saved. Never a file's lines.
+  shellEnvelopes: [{ any: /^<(?:persisted|truncated)-output>\n/ }],
   success: [
     // 2.1.88 answers without a snippet; 1.0.x with a `cat -n` snippet of the new text; 2.1.332
     // adds a note that the model need not read the file back.

@@ -43,6 +43,16 @@ export const opencode = defineProfile({
         /^<file>\n(?<body>[\s\S]*?)\n\n\((?:End of file - total (?<total>\d+) lines|[^\n]*)\)\n<\/file>$/,
     },
   ],
+  // Its bash tool answers with the output alone. Past 2,000 lines or 50 KB it keeps the output's
+  // tail (whole lines, or from the middle of one when its stream buffer dropped the start) under a
+  // notice, the whole output saved to a file (1.18.33; Kilo 7.7.7 alike): the lines it shows are
+  // not placed by the call. A run that timed out or was aborted ends in `<shell_metadata>`; an
+  // empty output is `(no output)`. None of these is a file's lines.
+  shellEnvelopes: [
+    { any: /^\.\.\.output truncated\.\.\.\n\nFull output saved to: [^\n]*\n\n/ },
+    { any: /\n\n<shell_metadata>\n[\s\S]*<\/shell_metadata>$/ },
+    { any: /^\(no output\)$/ },
+  ],
   success: [
     { pattern: /^Edit applied successfully\.(?:\n\n(?<note>[\s\S]+))?$/ },
     { pattern: /^Wrote file successfully\.(?:\n\n(?<note>[\s\S]+))?$/ },

@@ -31,11 +31,20 @@ export const qwenCode = defineProfile({
         /^Showing lines (?<start>\d+)-(?<end>\d+) of \d+ total lines\.\n\n---\n\n(?<body>[\s\S]*)$/,
     },
   ],
+  // run_shell_command: its wrapper, `Output: (empty)` when the run printed nothing (an empty file,
+  // or an output the CLI lost now and then: no file's lines either way). Past its budget (30,000
+  // characters) the whole wrapper is cut in the middle under a notice, the output saved to a file
+  // (0.24.4): about 800 characters of its head and 3,200 of its tail, each end cut inside a line
+  // (`...`), around `\n\n---\n... [CONTENT TRUNCATED] ...\n---\n\n`; a result kept in a file
+  // instead shows a preview in `<persisted-output>`. A cut output is never a read.
   shellEnvelopes: [
+    { any: /^Tool output was too large and has been truncated\.\n/ },
+    { any: /\n\n---\n\.\.\. \[CONTENT TRUNCATED\] \.\.\.\n---\n\n/ },
+    { any: /^(?:<persisted-output>\n)?Output too large \(/ },
     {
       any: /^Command: [^\n]*\nDirectory: /,
       success:
-        /^Command: [^\n]*\nDirectory: [^\n]*\nOutput: (?<body>[\s\S]*?)\nError: \(none\)\nExit Code: 0\n/,
+        /^Command: [^\n]*\nDirectory: [^\n]*\nOutput: (?!\(empty\)\nError: )(?<body>[\s\S]*?)\nError: \(none\)\nExit Code: 0\n/,
     },
   ],
   success: [
