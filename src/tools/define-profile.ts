@@ -107,6 +107,16 @@ export interface ReadEnvelope {
    * `middle`: the end of the text is shown after the cut (Cline 4), lines the body does not place.
    */
   readonly cut?: boolean | 'middle'
+  /**
+   * The wrapper says the file goes on past the lines shown (Qwen Code writes its `Showing lines`
+   * header only then): the lines are whole, but never the whole file.
+   */
+  readonly partial?: boolean
+  /**
+   * A line the agent cut at its line-length limit ends like this (opencode's `... (line truncated
+   * to 2000 chars)`): that line is not the file's, and the result is never the whole file.
+   */
+  readonly lineCut?: RegExp
 }
 
 /**

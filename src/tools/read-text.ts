@@ -26,7 +26,10 @@ export interface ShownLines {
   readonly total?: number
   /** Set when the wrapper says the result is not a file's lines. */
   readonly kind?: 'list'
-  /** The lines were cut at a size limit: they are never the whole file. */
+  /**
+   * The lines were cut at a size limit, the wrapper says the file goes on, or a line was cut at
+   * the agent's line-length limit: they are never the whole file.
+   */
   readonly cut?: boolean
   /** The result shows more lines after a cut middle than `lines` (which are its head). */
   readonly more?: boolean
@@ -73,11 +76,14 @@ export function shownLines(
       }
     const inner = bareLines(body, options.numbered)
     const start = inner.start ?? optionalNumber(groups.start)
+    const lineCut = envelope.lineCut
+    const cut = envelope.partial === true || (lineCut && inner.lines.some((l) => lineCut.test(l)))
     return finalNewline(
       {
         ...inner,
         ...(start === undefined ? {} : { start }),
         ...(total === undefined ? {} : { total }),
+        ...(cut ? { cut: true } : {}),
       },
       inner.start !== undefined,
       options,

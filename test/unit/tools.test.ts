@@ -184,11 +184,12 @@ describe('read envelopes and agent stubs (captured results)', () => {
       '<path>/p/src</path>\n<type>directory</type>\n<entries>\na.ts\n\n(1 entries)\n</entries>'
     assert.equal(shownLines(text, defaultProfile.envelopes).kind, 'list')
   })
-  test("Qwen Code's partial-read header gives the range", () => {
+  test("Qwen Code's partial-read header gives the range, and says the file goes on", () => {
     const text = 'Showing lines 101-102 of 302 total lines.\n\n---\n\nfoo\nbar'
     assert.deepEqual(shownLines(text, defaultProfile.envelopes), {
       start: 101,
       lines: ['foo', 'bar'],
+      cut: true,
     })
   })
   test("agents' own placeholders are recognised", () => {

@@ -35,6 +35,8 @@ export const opencode = defineProfile({
     {
       pattern:
         /^<path>[^\n]*<\/path>\n<type>file<\/type>\n<content>\n(?<body>[\s\S]*?)\n\n\((?:End of file - total (?<total>\d+) lines|Showing lines (?<start>\d+)-(?<end>\d+) of (?<of>\d+)\.[^\n]*|[^\n]*)\)\n<\/content>$/,
+      // A line past 2,000 characters is cut there (1.18.33; Kilo 7.7.7 alike).
+      lineCut: /\.\.\. \(line truncated to \d+ chars\)$/,
     },
     { pattern: /^<path>[^\n]*<\/path>\n<type>directory<\/type>\n<entries>\n/, kind: 'list' },
     // Until early 2026: <file>, lines numbered 00001|.

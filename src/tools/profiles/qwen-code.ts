@@ -24,11 +24,25 @@ export const qwenCode = defineProfile({
     { kind: 'shell', names: ['run_shell_command'], command: ['command'], dir: ['directory'] },
   ],
   // Its count of lines is not the file's (it counts the empty string after a final newline), so
-  // only the range is taken from the header.
+  // only the first line is taken from the header; it writes the header only when it did not show
+  // the whole file (a range, its line limit, its 25,000-character budget; `at least N` past 10 MB).
+  // Past the budget (0.24.4) the last line is cut and `... [truncated]` put after it, or, cut by
+  // bytes, on a line of its own after a line that may be cut too: those lines are not the file's.
   envelopes: [
     {
       pattern:
-        /^Showing lines (?<start>\d+)-(?<end>\d+) of \d+ total lines\.\n\n---\n\n(?<body>[\s\S]*)$/,
+        /^Showing lines (?<start>\d+)-\d+ of (?:at least )?\d+ total lines\.\n\n---\n\n(?:(?<body>[\s\S]*)\n)?[^\n]*\n\.\.\. \[truncated\]$/,
+      partial: true,
+    },
+    {
+      pattern:
+        /^Showing lines (?<start>\d+)-\d+ of (?:at least )?\d+ total lines\.\n\n---\n\n(?:(?<body>[\s\S]*)\n)?[^\n]*\.\.\. \[truncated\]$/,
+      partial: true,
+    },
+    {
+      pattern:
+        /^Showing lines (?<start>\d+)-\d+ of (?:at least )?\d+ total lines\.\n\n---\n\n(?<body>[\s\S]*)$/,
+      partial: true,
     },
   ],
   // run_shell_command: its wrapper, `Output: (empty)` when the run printed nothing (an empty file,
@@ -56,6 +70,9 @@ export const qwenCode = defineProfile({
   failures: [/^Cannot display content of binary file/, /^Cannot read file/, /^File not found/],
   agentStubs: [
     /^\[File .* unchanged since last read in this session/,
+    // Its placeholder for a read whose text is blank (an empty file, or one of blank lines, which
+    // it trims): not the file's line 1, and not that the file is empty.
+    /^\(read_file completed with no output\)$/,
     /^\[Old tool result content cleared\]/,
     /^\[Old inline media cleared/,
   ],
