@@ -156,6 +156,8 @@ async function readFacts(
     realFinalEmpty: classified.shell === true || classified.realFinalEmpty === true,
     ...(classified.shell ? { numbered: classified.numbered === true } : {}),
   })
+  // The tool's own view of the file, not its lines (a notebook's cells): no bracket, no stub.
+  if (shown.kind === 'other') return { call: { kind: 'other' } }
   if (shown.kind === 'list') {
     return {
       call: { kind: 'listing', group: 'list', name: 'read', args: { path: located(classified) } },

@@ -270,9 +270,12 @@ class InOrder {
   ): Promise<{ rendering: Rendering; facts: Facts | undefined }> {
     const { deps } = this
     const call = this.#calls.get(message.tool_call_id ?? '')
-    const classified = call
-      ? classifyCall(deps.profile, call.function.name, call.function.arguments, this.#definitions)
-      : ({ kind: 'other' } as const)
+    // A result that carries an image or a document (Claude Code's Read of a PNG or a PDF, its
+    // text only the reminders after it) shows no file's lines and no change: shown as it came.
+    const classified =
+      call && !carriesMedia(message)
+        ? classifyCall(deps.profile, call.function.name, call.function.arguments, this.#definitions)
+        : ({ kind: 'other' } as const)
     const facts = rewrite
       ? undefined
       : await resultFacts(classified, text, deps.profile, deps.workspace, this.#fileViews)
@@ -365,6 +368,13 @@ function noteResult(
     charsAfter: rendering.text.length,
   })
   if (results.length > RECENT_RESULTS) results.shift()
+}
+
+const MEDIA = /^(?:image|image_url|input_image|document|file|input_file)$/
+
+/** The message's content has a part that is no text: an image, a document. */
+function carriesMedia(message: ChatMessage): boolean {
+  return Array.isArray(message.content) && message.content.some((part) => MEDIA.test(part.type))
 }
 
 /** A rendering, its stub's full form too, with the agent's trailer after it. */

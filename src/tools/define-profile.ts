@@ -98,9 +98,10 @@ export interface ReadEnvelope {
   readonly pattern: RegExp
   /**
    * What the wrapper says the result is, when it is not lines of a file: a directory (`list`),
-   * or a file that is empty (`empty`: no lines, length 0).
+   * a file that is empty (`empty`: no lines, length 0), or the tool's own view of a file that is
+   * not its lines (`other`: Claude Code's notebook cells), shown as it came.
    */
-  readonly kind?: 'list' | 'empty'
+  readonly kind?: 'list' | 'empty' | 'other'
   /**
    * The body was cut at a size limit (OpenHands' `<response clipped>`, Cline 4's middle cut):
    * its last line is partial unless the body ends with a newline, and it is never the whole file.

@@ -24,8 +24,8 @@ export interface ShownLines {
   readonly lines: readonly string[]
   /** The file's length, when the wrapper states it. */
   readonly total?: number
-  /** Set when the wrapper says the result is not a file's lines. */
-  readonly kind?: 'list'
+  /** Set when the wrapper says the result is not a file's lines: a listing, or something else. */
+  readonly kind?: 'list' | 'other'
   /**
    * The lines were cut at a size limit, the wrapper says the file goes on, or a line was cut at
    * the agent's line-length limit: they are never the whole file.
@@ -64,7 +64,8 @@ export function shownLines(
   for (const envelope of envelopes) {
     const match = envelope.pattern.exec(text)
     if (!match) continue
-    if (envelope.kind === 'list') return { lines: [], kind: 'list' }
+    if (envelope.kind === 'list' || envelope.kind === 'other')
+      return { lines: [], kind: envelope.kind }
     if (envelope.kind === 'empty') return { start: 1, lines: [], total: 0 }
     const groups = match.groups ?? {}
     const body = groups.body ?? ''

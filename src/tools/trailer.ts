@@ -10,7 +10,9 @@ export interface Split {
 /**
  * Peels the blocks an agent appends after any tool's output (Claude Code's `<system-reminder>`)
  * off the end of a result, last first. Linear: it only looks at the text's end. A result that is
- * nothing but such blocks is left whole (Claude Code's empty-file read is one reminder).
+ * nothing but such blocks is the tool's own first block, the rest appended after it: Claude
+ * Code's empty-file read and its read past the end are one reminder, and on most models it
+ * appends its own (tokens left, task nudges) after that.
  */
 export function splitTrailer(text: string, trailers: readonly Trailer[]): Split {
   let cut = text.length
@@ -19,8 +21,9 @@ export function splitTrailer(text: string, trailers: readonly Trailer[]): Split 
     const block = trailers.find((t) => text.startsWith(t.close, end - t.close.length))
     const open = block ? text.lastIndexOf(block.open, end - block.close.length) : -1
     if (!block || open < 0) break
+    // The first block of a text that is only blocks: the tool's answer.
+    if (trimmedEnd(text, open) === 0) return { body: text.slice(0, end), trailer: text.slice(end) }
     cut = trimmedEnd(text, open)
-    if (cut === 0) return { body: text, trailer: '' }
   }
   return { body: text.slice(0, cut), trailer: text.slice(cut) }
 }

@@ -616,9 +616,12 @@ describe('splitTrailer: what an agent appends after any tool output', () => {
       trailer: '',
     })
   })
-  test('a result that is only blocks stays whole; an unopened close is output', () => {
+  test('a result that is only blocks is its first; an unopened close is output', () => {
     const only = block('Warning: the file exists but the contents are empty.')
     assert.deepEqual(splitTrailer(only, trailers), { body: only, trailer: '' })
+    // Claude Code on most models: its own reminders after the tool's (tokens left, a nudge).
+    const tail = `\n\n${block('nudge')}\n\n${block('tokens left')}`
+    assert.deepEqual(splitTrailer(only + tail, trailers), { body: only, trailer: tail })
     const broken = 'x\n</system-reminder>'
     assert.deepEqual(splitTrailer(broken, trailers), { body: broken, trailer: '' })
   })

@@ -37,6 +37,9 @@ export const claudeCode = defineProfile({
   // a file's changes): volatile, so compared without, and kept after the rendering.
   trailers: [{ open: '<system-reminder>', close: '</system-reminder>' }],
   envelopes: [
+    // FileReadTool on a notebook (.ipynb, 2.1.332): its cells as `<cell id="…">` blocks (outputs
+    // after them, images as parts of their own), never the file's lines: shown as it came.
+    { pattern: /^<cell id="[^"\n]*">/, kind: 'other' },
     // FileReadTool: an empty file is this reminder alone.
     {
       pattern:
@@ -74,6 +77,9 @@ export const claudeCode = defineProfile({
     // A read past the end: the CLI answers with a reminder alone.
     /^<system-reminder>Warning: the file exists but is shorter than the provided offset\b/,
     /^File does not exist\./,
+    // A file past the Read's size or token limit (2.1.332: `File content (704KB) exceeds maximum
+    // allowed size (256KB). Use offset and limit…`; 2.1.88: `(N tokens) … tokens (25000)`).
+    /^File content \([^)\n]*\) exceeds maximum allowed (?:size|tokens)\b/,
     // Errors thrown from Node's fs reach the model as their message (a directory: EISDIR).
     /^E[A-Z]{3,}: [^\n]*, [a-z]+ '/,
   ],
