@@ -83,36 +83,117 @@ function replaceOnce(content: string, from: string, to: string, all: boolean): s
   return content.slice(0, first) + to + content.slice(first + from.length)
 }
 
-/** Applies apply_patch hunks (context and removed lines found in order, then replaced). */
+/**
+ * Applies apply_patch hunks as Codex does (codex-rs/apply-patch, which the other agents' ports
+ * follow): each hunk's `@@ anchor` line is sought first (exact, then without trailing, then
+ * surrounding white space), its lines from there; a hunk that only adds lines goes at the end of
+ * the file; `*** End of File` puts it last. Only exact matches of the lines: undefined when the
+ * tool could only have matched them loosely.
+ */
 export function applyHunks(content: string, hunks: readonly PatchHunk[]): string | undefined {
-  return swapHunks(content, hunks, 'before', 'after')
-}
-
-/** The content before a patch, from the content after it. */
-export function undoHunks(after: string, hunks: readonly PatchHunk[]): string | undefined {
-  const before = swapHunks(after, hunks, 'after', 'before')
-  return before !== undefined && applyHunks(before, hunks) === after ? before : undefined
-}
-
-function swapHunks(
-  content: string,
-  hunks: readonly PatchHunk[],
-  from: 'before' | 'after',
-  to: 'before' | 'after',
-): string | undefined {
-  const trailingNewline = content.endsWith('\n')
-  const lines = content === '' ? [] : (trailingNewline ? content.slice(0, -1) : content).split('\n')
+  if (!placeable(hunks)) return undefined
+  const { lines, trailingNewline } = hunkLines(content)
   let cursor = 0
   for (const hunk of hunks) {
-    const find = hunk[from]
-    const at =
-      hunk.atEnd && find.length > 0 ? lines.length - find.length : indexOfLines(lines, find, cursor)
-    if (at < 0 || !find.every((line, i) => lines[at + i] === line)) return undefined
-    lines.splice(at, find.length, ...hunk[to])
-    cursor = at + hunk[to].length
+    if (hunk.anchor !== undefined) {
+      const anchor = seekAnchor(lines, hunk.anchor, cursor)
+      if (anchor < 0) return undefined
+      cursor = anchor + 1
+    }
+    if (hunk.before.length === 0) {
+      lines.splice(lines.length, 0, ...hunk.after)
+      continue
+    }
+    const at = hunk.atEnd
+      ? lines.length - hunk.before.length
+      : indexOfLines(lines, hunk.before, cursor)
+    if (at < 0 || !hunk.before.every((line, i) => lines[at + i] === line)) return undefined
+    lines.splice(at, hunk.before.length, ...hunk.after)
+    cursor = at + hunk.after.length
   }
+  return joinLines(lines, trailingNewline)
+}
+
+/**
+ * The content before a patch, from the content after it: each hunk's new lines must stand once
+ * from where the hunk can be (also counting lines equal but for white space or punctuation, where
+ * the tool may have matched loosely), then checked by redoing the patch.
+ */
+export function undoHunks(after: string, hunks: readonly PatchHunk[]): string | undefined {
+  if (!placeable(hunks)) return undefined
+  const { lines, trailingNewline } = hunkLines(after)
+  let cursor = 0
+  // Pure additions went at the end, in order: the last one is last.
+  const added = hunks.filter((hunk) => hunk.before.length === 0)
+  let end = lines.length - added.reduce((n, hunk) => n + hunk.after.length, 0)
+  for (const hunk of hunks) {
+    if (hunk.before.length === 0) {
+      if (end < cursor || !hunk.after.every((line, i) => lines[end + i] === line)) return undefined
+      lines.splice(end, hunk.after.length)
+      continue
+    }
+    let at: number
+    if (hunk.atEnd) at = end - hunk.after.length
+    else {
+      const loose = looseMatches(lines, hunk.after, cursor, end)
+      if (loose.length !== 1) return undefined
+      at = loose[0]!
+    }
+    if (at < cursor || !hunk.after.every((line, i) => lines[at + i] === line)) return undefined
+    lines.splice(at, hunk.after.length, ...hunk.before)
+    end += hunk.before.length - hunk.after.length
+    cursor = at + hunk.before.length
+  }
+  const before = joinLines(lines, trailingNewline)
+  return applyHunks(before, hunks) === after ? before : undefined
+}
+
+/** Lines added at the end twice (two pure additions, or one with an end hunk): order unknown. */
+function placeable(hunks: readonly PatchHunk[]): boolean {
+  const atEnd = hunks.filter((hunk) => hunk.before.length === 0 || hunk.atEnd).length
+  return atEnd <= 1 || hunks.every((hunk) => hunk.before.length > 0)
+}
+
+function hunkLines(content: string): { lines: string[]; trailingNewline: boolean } {
+  const trailingNewline = content.endsWith('\n')
+  const lines = content === '' ? [] : (trailingNewline ? content.slice(0, -1) : content).split('\n')
+  return { lines, trailingNewline }
+}
+
+function joinLines(lines: readonly string[], trailingNewline: boolean): string {
   if (lines.length === 0) return ''
   return lines.join('\n') + (trailingNewline ? '\n' : '')
+}
+
+/** Codex's seek of a `@@` line: exact, then its end trimmed, then both ends; else not found. */
+function seekAnchor(lines: readonly string[], anchor: string, from: number): number {
+  for (const same of [
+    (a: string, b: string) => a === b,
+    (a: string, b: string) => a.trimEnd() === b.trimEnd(),
+    (a: string, b: string) => a.trim() === b.trim(),
+  ]) {
+    for (let i = from; i < lines.length; i++) if (same(lines[i]!, anchor)) return i
+  }
+  return -1
+}
+
+/** Codex also matches lines that differ in white space or in typographic punctuation. */
+function loosely(line: string): string {
+  return line
+    .trim()
+    .replace(/[\u2010-\u2015\u2212]/g, '-')
+    .replace(/[\u2018\u2019\u201A\u201B]/g, "'")
+    .replace(/[\u201C\u201D\u201E\u201F]/g, '"')
+    .replace(/[\u00A0\u2002-\u200A\u202F\u205F\u3000]/g, ' ')
+}
+
+/** Where `find` stands loosely in `lines[from, to)`. */
+function looseMatches(lines: readonly string[], find: readonly string[], from: number, to: number) {
+  const want = find.map(loosely)
+  const found: number[] = []
+  for (let i = from; i + find.length <= to; i++)
+    if (want.every((line, k) => loosely(lines[i + k]!) === line)) found.push(i)
+  return found
 }
 
 function indexOfLines(lines: readonly string[], find: readonly string[], from: number): number {

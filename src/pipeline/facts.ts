@@ -272,6 +272,7 @@ async function changeFacts(
       absPath,
       snapshot,
       created: success.rule.created === true,
+      inexact: success.rule.inexact === true,
       stated,
       views,
     })
@@ -298,6 +299,8 @@ interface ChangeContext {
   readonly snapshot: FileSnapshot | undefined
   /** The answer says the file is new. */
   readonly created: boolean
+  /** The tool may have matched the old text loosely (SuccessRule.inexact). */
+  readonly inexact: boolean
   /** The file's content after the change, as the answer states it. */
   readonly stated: string | undefined
   readonly views: FileViews
@@ -306,12 +309,16 @@ interface ChangeContext {
 async function fileChange(
   classified: Extract<Classified, { kind: 'edit' | 'write' | 'patch' }>,
   file: PatchFile | undefined,
-  { path, absPath, snapshot, created, stated, views }: ChangeContext,
+  { path, absPath, snapshot, created, inexact, stated, views }: ChangeContext,
 ): Promise<FileChange | undefined> {
   const base = { path: file?.op === 'update' && file.moveTo ? file.moveTo : path, absPath }
   const view = () => views.content(absPath)
-  if (file?.op === 'add')
+  if (file?.op === 'add') {
+    // Codex's Add File writes over a file that is there: when the request showed this file, it
+    // may have been there before, so "Created" is not known to be true.
+    if ((await view()) !== undefined) return undefined
     return { ...base, before: null, after: snapshot?.content ?? file.content, ...shaOf(snapshot) }
+  }
   if (file?.op === 'delete') return snapshot ? undefined : { ...base, before: '', after: null }
   if (classified.kind === 'write') {
     const after = snapshot?.content ?? stated ?? classified.content
@@ -339,11 +346,26 @@ async function fileChange(
     const after = snapshot?.content ?? stated ?? made
     return after === undefined ? undefined : { ...base, before: null, after, ...shaOf(snapshot) }
   }
+  if (snapshot && classified.kind === 'edit' && inexact) {
+    // A tool that matches loosely: only the file as the model saw it, the edit replayed on it
+    // exactly, says what changed (the tool tries the exact text first). Never undone.
+    const viewed = await view()
+    return viewed !== undefined && redo(viewed) === snapshot.content
+      ? { ...base, before: viewed, after: snapshot.content, sha256: snapshot.sha256 }
+      : undefined
+  }
   if (snapshot) {
     const undone = undo(snapshot.content)
-    const viewed = undone === undefined ? await view() : undefined
+    const viewed = await view()
+    // Codex ends every file it patches with a newline: the file as shown tells whether it had one.
     const before =
-      undone ?? (viewed !== undefined && redo(viewed) === snapshot.content ? viewed : undefined)
+      undone !== undefined
+        ? viewed !== undefined && viewed + '\n' === undone
+          ? viewed
+          : undone
+        : viewed !== undefined && redo(viewed) === snapshot.content
+          ? viewed
+          : undefined
     return before === undefined
       ? undefined
       : { ...base, before, after: snapshot.content, sha256: snapshot.sha256 }

@@ -157,6 +157,13 @@ export interface SuccessRule {
    * the file is touched, the change is not derived.
    */
   readonly opaque?: boolean
+  /**
+   * The tool finds an edit's old text loosely when it is not there as given (the Continue CLI:
+   * trimmed, case-insensitive, whitespace-ignored, the new text re-indented): the change is known
+   * only from the file as the model saw it with the edit replayed exactly on it, never undone
+   * from the file after.
+   */
+  readonly inexact?: boolean
 }
 
 /**

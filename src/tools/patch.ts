@@ -19,6 +19,8 @@ export interface PatchHunk {
   readonly after: readonly string[]
   /** `*** End of File`: the hunk sits at the end. */
   readonly atEnd: boolean
+  /** `@@ def name`: the hunk is after the first line that is this one (Codex's change context). */
+  readonly anchor?: string
 }
 
 export function parsePatch(text: string): PatchFile[] | undefined {
@@ -46,7 +48,8 @@ export function parsePatch(text: string): PatchFile[] | undefined {
       const moveTo = i < lines.length ? header(lines[i]!, '*** Move to: ') : undefined
       if (moveTo !== undefined) i++
       const hunks: PatchHunk[] = []
-      let current: { before: string[]; after: string[]; atEnd: boolean } | undefined
+      let current:
+        { before: string[]; after: string[]; atEnd: boolean; anchor?: string } | undefined
       while (
         i < lines.length &&
         (!lines[i]!.startsWith('*** ') || lines[i]!.startsWith('*** End of File'))
@@ -59,6 +62,8 @@ export function parsePatch(text: string): PatchFile[] | undefined {
         if (hunkLine.startsWith('@@')) {
           if (current && (current.before.length || current.after.length)) hunks.push(current)
           current = { before: [], after: [], atEnd: false }
+          // `@@ text` (Codex's grammar: the rest after one space) anchors the hunk below that line.
+          if (hunkLine.startsWith('@@ ')) current.anchor = hunkLine.slice(3)
           continue
         }
         current ??= { before: [], after: [], atEnd: false }

@@ -258,7 +258,9 @@ describe('edits, patches and shell commands', () => {
       {
         op: 'update',
         path: 'src/a.ts',
-        hunks: [{ before: ['keep', 'old'], after: ['keep', 'new'], atEnd: false }],
+        hunks: [
+          { before: ['keep', 'old'], after: ['keep', 'new'], atEnd: false, anchor: 'function f' },
+        ],
       },
       { op: 'add', path: 'docs/new.md', content: 'hello\nworld\n' },
       { op: 'delete', path: 'old.md' },

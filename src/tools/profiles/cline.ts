@@ -70,6 +70,13 @@ export const clineClassic = defineProfile({
       ),
     },
     { pattern: re(String.raw`^${HEADER}The content was successfully saved to `), opaque: true },
+    // Cline 4's apply_patch found a hunk's lines only loosely (a fuzz factor above 0): where it
+    // changed the file cannot be told from the patch. Touched, not derived.
+    {
+      pattern:
+        /^Successfully applied patch to the following files:\n[\s\S]*\nNote: Patch applied with fuzz factor [1-9]\d*$/,
+      opaque: true,
+    },
     // ApplyPatchHandler (classic, then each file's content) and Cline 4's apply_patch.
     {
       pattern: re(

@@ -56,7 +56,9 @@ export const continueDev = defineProfile({
   success: [
     // The edit is applied in the IDE; the answer names the file by its URI (CLI: by its path,
     // then its own diff). When the editor also formatted it, the content is not the call's.
-    { pattern: /^Successfully edited [^\n]+(?:\nDiff:\n[\s\S]*)?$/ },
+    // Its old text is found exactly, else trimmed, case-insensitive or whitespace-ignored
+    // (core/edit/searchAndReplace/findSearchMatch.ts): only a replay on the file as read says what.
+    { pattern: /^Successfully edited [^\n]+(?:\nDiff:\n[\s\S]*)?$/, inexact: true },
     {
       pattern: /^Along with your edits, the editor applied the following auto-formatting/,
       opaque: true,
@@ -71,6 +73,11 @@ export const continueDev = defineProfile({
     /^\w+ failed because the arguments were invalid/,
     // The `cn` CLI (stream/streamChatResponse.helpers.ts): a tool that threw or was refused.
     /^Error (?:executing tool|checking permissions for) \w+: /,
+    // The `cn` CLI's Edit and MultiEdit (1.5.47): their own errors, as thrown (ContinueError).
+    /^Edit at index \d+: /,
+    /^(?:edit at index \d+: )?(?:string (?:old|new)_string is required|old_string and new_string must be different|replace_all must be a valid boolean)/,
+    /^You must use the \w+ tool to read [^\n]* before editing it\.$/,
+    /^file_path is required$/,
   ],
   compaction: [
     { role: 'system', pattern: /Previous conversation summary:\n\n/ },
