@@ -126,3 +126,37 @@ test("Cline 4's apply_patch with a fuzz factor: touched, never a diff", async ()
   assert.equal(f.call.kind, 'other')
   assert.ok('touches' in f.call && f.call.touches?.length === 1)
 })
+
+// opencode's (and Kilo's) edit falls back to trimmed lines, white space, indentation, escapes
+// and block anchors; Qwen Code's corrects quotes and escapes: the same rule.
+for (const [agent, name, args, answer] of [
+  [
+    'opencode',
+    'edit',
+    { filePath: 'f.ts', oldString: 'return 1;  ', newString: 'return 2;' },
+    'Edit applied successfully.',
+  ],
+  [
+    'Qwen Code',
+    'edit',
+    { file_path: 'f.ts', old_string: 'return 1;  ', new_string: 'return 2;' },
+    'The file: f.ts has been updated. Showing lines 1-3 of 3 from the edited file:\n\n---\n\nfunction f() {\n  return 2;\n}',
+  ],
+] as const) {
+  test(`${agent}'s edit matched loosely: no diff undone from the file after`, async () => {
+    const before = 'function f() {\n  return 1;\n}\n'
+    const after = 'function f() {\n  return 2;\n}\n'
+    // Undone from the file after, the diff would claim `-  return 1;  ` was in the file.
+    const seen = await facts(name, args, answer, before, after, before)
+    assert.equal(seen.call.kind, 'other')
+    // Matched exactly, the same edit is its diff, from the file as read.
+    const exact = {
+      ...args,
+      ...('oldString' in args ? { oldString: 'return 1;' } : { old_string: 'return 1;' }),
+    }
+    const derived = await facts(name, exact, answer, before, after, before)
+    assert.equal(derived.call.kind, 'edit')
+    if (derived.call.kind === 'edit')
+      assert.deepEqual([derived.call.before, derived.call.after], [before, after])
+  })
+}

@@ -56,7 +56,9 @@ export const opencode = defineProfile({
     { any: /^\(no output\)$/ },
   ],
   success: [
-    { pattern: /^Edit applied successfully\.(?:\n\n(?<note>[\s\S]+))?$/ },
+    // Its edit finds the old text loosely when it is not there as given (trimmed lines, white
+    // space, indentation, escapes, block anchors): only a replay on the file as read says what.
+    { pattern: /^Edit applied successfully\.(?:\n\n(?<note>[\s\S]+))?$/, inexact: true },
     { pattern: /^Wrote file successfully\.(?:\n\n(?<note>[\s\S]+))?$/ },
     {
       pattern:

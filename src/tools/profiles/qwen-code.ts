@@ -62,7 +62,9 @@ export const qwenCode = defineProfile({
     },
   ],
   success: [
-    { pattern: /^The file: [^\n]+ has been updated\. Showing lines/ },
+    // Its edit corrects an old text it does not find (quotes normalised, unescaped): only a
+    // replay on the file as read says what changed.
+    { pattern: /^The file: [^\n]+ has been updated\. Showing lines/, inexact: true },
     { pattern: /^Created new file: [^\n]+ with provided content\./, created: true },
     { pattern: /^Successfully created and wrote to new file: [^\n]+\.$/, created: true },
     { pattern: /^Successfully overwrote file: [^\n]+\.$/ },
