@@ -4,7 +4,7 @@
  * placeholder for a blank read is no line of the file.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
@@ -13,28 +13,14 @@ import { classifyCall, defaultProfile, shownLines } from '../../src/tools/index.
 import { createWorkspace, type Workspace } from '../../src/workspace/index.js'
 import type { ToolDefinition } from '../../src/wire/chat.js'
 
-const qwenTools = new Map<string, ToolDefinition>([
-  [
-    'read_file',
-    {
-      type: 'function',
-      function: {
-        name: 'read_file',
-        parameters: {
-          type: 'object',
-          properties: {
-            file_path: { type: 'string' },
-            offset: {
-              type: 'number',
-              description: 'The 0-based line number to start reading from.',
-            },
-            limit: { type: 'number' },
-          },
-        },
-      },
-    },
-  ],
-])
+/** Qwen Code 0.24.4's own tool definitions, as it sent them (its read_file's offset is 0-based). */
+const qwenTools = new Map<string, ToolDefinition>(
+  (
+    JSON.parse(
+      readFileSync(new URL('../fixtures/agents/qwen-code/tools.json', import.meta.url), 'utf8'),
+    ) as ToolDefinition[]
+  ).map((tool) => [tool.function?.name ?? '', tool]),
+)
 
 /** The live run's project: big.txt (2,600 lines), long.txt (a line of 5,000), empty.txt. */
 function project() {
