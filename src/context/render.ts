@@ -178,8 +178,7 @@ function renderReads(
     withId(
       id,
       call.pieces.reduce(
-        (text, piece, i) =>
-          i === 0 ? piece : text + JSON.stringify(outputs[i - 1]).slice(1, -1) + piece,
+        (text, piece, i) => (i === 0 ? piece : text + insideJsonString(outputs[i - 1]!) + piece),
         '',
       ),
       rules,
@@ -256,10 +255,15 @@ function capped(
   rules: ContextRules,
 ): { text: string; stored?: string } {
   const inner = wrapped && capText(wrapped.output, id, rules)
-  if (!wrapped || inner === wrapped.output)
+  if (!wrapped || inner === undefined || inner === wrapped.output)
     return { text: withId(id, capText(text, id, rules), rules) }
-  const shown = wrapped.before + JSON.stringify(inner).slice(1, -1) + wrapped.after
+  const shown = wrapped.before + insideJsonString(inner) + wrapped.after
   return { text: withId(id, shown, rules), stored: wrapped.output }
+}
+
+/** A text as the inside of a JSON string (escaped, without its quotes). */
+function insideJsonString(text: string): string {
+  return JSON.stringify(text).slice(1, -1)
 }
 
 /** The rules with no cap: the full answer is what is stored, the capped one what is shown. */

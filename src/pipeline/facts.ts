@@ -67,8 +67,7 @@ export async function resultFacts(
   // Where the tool's own answer stands in the JSON: found only for the kinds capped there.
   const wrap = () => (json && answer !== undefined ? wrappedOutput(fullText, answer) : undefined)
   // An agent's own placeholder is shown as it is, with an id: never a read, never a target.
-  if (profile.agentStubs.some((stub) => stub.test(text.trimStart())))
-    return { call: { kind: 'other' } }
+  if (agentStub(text, profile)) return { call: { kind: 'other' } }
   switch (classified.kind) {
     case 'other': {
       const wrapped = wrap()
@@ -121,7 +120,7 @@ async function readsFacts(
   let drift: string | undefined
   for (const [i, answer] of answers.outputs.entries()) {
     const output = answer.text
-    if (!answer.ok || profile.agentStubs.some((stub) => stub.test(output.trimStart()))) {
+    if (!answer.ok || agentStub(output, profile)) {
       files.push({ output })
       continue
     }
@@ -356,8 +355,9 @@ async function fileChange(
   }
   if (snapshot) {
     const undone = undo(snapshot.content)
-    const viewed = await view()
     // Codex ends every file it patches with a newline: the file as shown tells whether it had one.
+    // An edit undone needs no view.
+    const viewed = undone === undefined || classified.kind === 'patch' ? await view() : undefined
     const before =
       undone !== undefined
         ? viewed !== undefined && viewed + '\n' === undone
@@ -483,12 +483,7 @@ function jsonAnswers(
   json: JsonResult,
   count: number,
 ): { outputs: { text: string; ok: boolean }[]; pieces: string[] } | undefined {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return undefined
-  }
+  const value = parsedJson(text)
   if (!Array.isArray(value) || value.length !== count) return undefined
   const outputs: { text: string; ok: boolean }[] = []
   const pieces: string[] = []
@@ -512,12 +507,7 @@ function jsonAnswers(
 }
 
 function jsonEntry(text: string, list: boolean): Record<string, unknown> | undefined {
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch {
-    return undefined
-  }
+  let value = parsedJson(text)
   if (list) {
     if (!Array.isArray(value) || value.length !== 1) return undefined
     value = value[0]
@@ -525,6 +515,20 @@ function jsonEntry(text: string, list: boolean): Record<string, unknown> | undef
   return typeof value === 'object' && value !== null && !Array.isArray(value)
     ? (value as Record<string, unknown>)
     : undefined
+}
+
+/** A text's JSON value; undefined when it is not JSON. */
+function parsedJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return undefined
+  }
+}
+
+/** An agent's own placeholder for a result (Qwen Code's "unchanged", a cleared result). */
+function agentStub(text: string, profile: Profile): boolean {
+  return profile.agentStubs.some((stub) => stub.test(text.trimStart()))
 }
 
 /** A known tool's answer that is not as expected: shown as it came, and reported. */

@@ -1,5 +1,12 @@
 import { defineProfile } from '../define-profile.js'
 
+/** read_file's header, which it writes only when it did not show the whole file, then `rest`. */
+const showing = (rest: string) =>
+  new RegExp(
+    String.raw`^Showing lines (?<start>\d+)-\d+ of (?:at least )?\d+ total lines\.\n\n---\n\n` +
+      rest,
+  )
+
 /** Qwen Code 0.24: research/agents.md §3, and test/fixtures/agents/qwen-code. */
 export const qwenCode = defineProfile({
   name: 'qwen-code',
@@ -30,20 +37,14 @@ export const qwenCode = defineProfile({
   // bytes, on a line of its own after a line that may be cut too: those lines are not the file's.
   envelopes: [
     {
-      pattern:
-        /^Showing lines (?<start>\d+)-\d+ of (?:at least )?\d+ total lines\.\n\n---\n\n(?:(?<body>[\s\S]*)\n)?[^\n]*\n\.\.\. \[truncated\]$/,
+      pattern: showing(String.raw`(?:(?<body>[\s\S]*)\n)?[^\n]*\n\.\.\. \[truncated\]$`),
       partial: true,
     },
     {
-      pattern:
-        /^Showing lines (?<start>\d+)-\d+ of (?:at least )?\d+ total lines\.\n\n---\n\n(?:(?<body>[\s\S]*)\n)?[^\n]*\.\.\. \[truncated\]$/,
+      pattern: showing(String.raw`(?:(?<body>[\s\S]*)\n)?[^\n]*\.\.\. \[truncated\]$`),
       partial: true,
     },
-    {
-      pattern:
-        /^Showing lines (?<start>\d+)-\d+ of (?:at least )?\d+ total lines\.\n\n---\n\n(?<body>[\s\S]*)$/,
-      partial: true,
-    },
+    { pattern: showing(String.raw`(?<body>[\s\S]*)$`), partial: true },
   ],
   // run_shell_command: its wrapper, `Output: (empty)` when the run printed nothing (an empty file,
   // or an output the CLI lost now and then: no file's lines either way). Past its budget (30,000
