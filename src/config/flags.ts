@@ -156,6 +156,11 @@ export const FLAGS = {
     default: 'false',
     help: 'beyond spec 3.0.0: replace old tool results in batches by a one-line stand-in (recall shows them), when a batch pays by the rule in the README',
   },
+  'elide-inputs': {
+    env: 'LEMBAS_ELIDE_INPUTS',
+    default: 'false',
+    help: "with --elide: a batch also replaces the long strings of its results' calls (a file written whole, a long script) by a stand-in; recall of the id shows them",
+  },
   'elide-threshold': {
     env: 'LEMBAS_ELIDE_THRESHOLD',
     default: '30',
@@ -196,7 +201,7 @@ export const FLAGS = {
 type FlagName = keyof typeof FLAGS
 
 /** Flags that take no value: given, they are on. */
-const BOOLEAN_FLAGS: ReadonlySet<string> = new Set(['elide', 'observe'])
+const BOOLEAN_FLAGS: ReadonlySet<string> = new Set(['elide', 'elide-inputs', 'observe'])
 
 /** A boolean flag's value, from the command line ("true") or the environment. */
 const onOff = z
@@ -268,6 +273,7 @@ const ConfigSchema = z.object({
     .refine((value) => value <= 64, { message: 'expected at most 64 processes' }),
   observe: onOff,
   elide: onOff,
+  elideInputs: onOff,
   elideThreshold: z.coerce.number().int().positive(),
   elideKeep: z.coerce.number().int().min(0),
   elideHorizon: z.coerce.number().positive(),
@@ -359,6 +365,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     workers: pick('workers'),
     observe: pick('observe'),
     elide: pick('elide'),
+    elideInputs: pick('elide-inputs'),
     elideThreshold: pick('elide-threshold'),
     elideKeep: pick('elide-keep'),
     elideHorizon: pick('elide-horizon'),
@@ -389,6 +396,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',
       logLevel: 'log-level',
+      elideInputs: 'elide-inputs',
       elideThreshold: 'elide-threshold',
       elideKeep: 'elide-keep',
       elideHorizon: 'elide-horizon',

@@ -59,6 +59,14 @@ export const ProxySchema = z.strictObject({
    */
   elide: z.strictObject({
     stand_in: z.string().refine((text) => text.includes('{bracket}'), 'needs {bracket}'),
+    /**
+     * `--elide-inputs`: what replaces each long string (input_min_chars or more) of an elided
+     * result's call; {id} (the result's id) is required. `recalled_input` opens a recall of
+     * that id with the call's input as the model wrote it ({input}).
+     */
+    input_stand_in: z.string().refine((text) => text.includes('{id}'), 'needs {id}'),
+    input_min_chars: count,
+    recalled_input: z.string().refine((text) => text.includes('{input}'), 'needs {input}'),
   }),
   recall: z.strictObject({
     tool_name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),

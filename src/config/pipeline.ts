@@ -24,6 +24,7 @@ export const COLD_BODIES_BYTES = 1024 * 1024
 export function elideSettings(
   config: {
     elide: boolean
+    elideInputs?: boolean | undefined
     elideThreshold: number
     elideKeep: number
     elideHorizon: number
@@ -40,6 +41,15 @@ export function elideSettings(
     cachedDiscount: config.cachedDiscount,
     writePremium: config.cacheWritePremium,
     standIn: loop.proxy.elide.stand_in,
+    ...(config.elideInputs
+      ? {
+          inputs: {
+            standIn: loop.proxy.elide.input_stand_in,
+            minChars: loop.proxy.elide.input_min_chars,
+            recalled: loop.proxy.elide.recalled_input,
+          },
+        }
+      : {}),
   }
 }
 

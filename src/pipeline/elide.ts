@@ -1,5 +1,5 @@
-import type { ChatMessage } from '../wire/chat.js'
-import { contentText } from '../wire/chat.js'
+import type { ChatMessage, ToolCall } from '../wire/chat.js'
+import { contentText, isRecord } from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
 
 /** `--elide` and its settings: when a batch of old results is replaced by stand-ins. */
@@ -16,6 +16,17 @@ export interface ElideSettings {
   readonly writePremium: number
   /** The stand-in: `{bracket}` is the result's first bracket, `{id}` its id. */
   readonly standIn: string
+  /** `--elide-inputs`: a batch also replaces the long strings of its results' calls. */
+  readonly inputs?: InputElision | undefined
+}
+
+/** What replaces a call's long strings, and how recall shows them again. */
+export interface InputElision {
+  /** Each string of `minChars` or more becomes this; `{id}` is its result's id. */
+  readonly standIn: string
+  readonly minChars: number
+  /** What opens a recall of that id: `{input}` is the call's arguments as the model wrote them. */
+  readonly recalled: string
 }
 
 /** A tool result the model still sees in full, and where its item begins upstream (bytes). */
@@ -30,6 +41,13 @@ export interface Live {
   /** The client item that carries it, and the upstream bytes before that item. */
   readonly item: number
   readonly offset: number
+  /** With `--elide-inputs`, its call when that has long strings: what eliding them saves, and where. */
+  readonly input?: { readonly saved: number; readonly item: number; readonly offset: number }
+}
+
+/** A result of a batch: its rendering replaced by its stand-in, its call's input, or both. */
+export interface BatchPart extends Live {
+  readonly result: boolean
 }
 
 /** A rendering's id, at the start of its bracket. */
@@ -54,15 +72,78 @@ export function liveResults(
   offsets: readonly number[],
   settings: ElideSettings,
 ): Live[] {
+  const calls = settings.inputs ? callsOfResults(view.messages) : new Map<number, CallAt>()
   return toolKeys.flatMap((key, i) => {
-    if (key === undefined || elision.texts.has(key)) return []
+    if (key === undefined || elision.texts.has(key) || elision.inputs.has(key)) return []
     const item = view.origins[i]!
     const text = contentText(rendered[i]!.content)
     const standInChars = standIn(text, settings).length
     const id = ID.exec(text)?.[1] ?? ''
     const at = { item: base + item, offset: offsets[item]! }
-    return [{ key, id, stubOf: stubOf.get(key), chars: text.length, standInChars, ...at }]
+    const live: Live = { key, id, stubOf: stubOf.get(key), chars: text.length, standInChars, ...at }
+    const call = calls.get(i)
+    const args = call && settings.inputs && elidedInput(call.call, id, settings.inputs)
+    if (!call || !args) return [live]
+    const callItem = view.origins[call.at]!
+    const saved = call.call.function.arguments.length - args.length
+    return [{ ...live, input: { saved, item: base + callItem, offset: offsets[callItem]! } }]
   })
+}
+
+/** A result's call: the view message that carries it, and the call. */
+export interface CallAt {
+  readonly at: number
+  readonly call: ToolCall
+}
+
+/**
+ * Each tool message's call (by view index): the nearest message before it with a call of its
+ * id (some agents use an id again in a later turn).
+ */
+export function callsOfResults(messages: readonly ChatMessage[]): Map<number, CallAt> {
+  const last = new Map<string, CallAt>()
+  const out = new Map<number, CallAt>()
+  messages.forEach((message, at) => {
+    for (const call of message.tool_calls ?? []) last.set(call.id, { at, call })
+    if (message.role !== 'tool') return
+    const call = last.get(message.tool_call_id ?? '')
+    if (call) out.set(at, call)
+  })
+  return out
+}
+
+/** How deep in a call's arguments strings are looked for. */
+const INPUT_DEPTH = 8
+
+/**
+ * A call's arguments with every string of `minChars` or more replaced by the stand-in (`{id}`
+ * its result's id), as JSON; undefined when none is that long or saving would not pay (the
+ * arguments are not a JSON object, or get no shorter).
+ */
+export function elidedInput(call: ToolCall, id: string, inputs: InputElision): string | undefined {
+  const original = call.function.arguments
+  if (original.length < inputs.minChars || id === '') return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(original)
+  } catch {
+    return undefined
+  }
+  if (!isRecord(value)) return undefined
+  const text = inputs.standIn.replaceAll('{id}', () => id)
+  let changed = false
+  const walk = (node: unknown, depth: number): unknown => {
+    if (typeof node === 'string') {
+      if (node.length < inputs.minChars) return node
+      changed = true
+      return text
+    }
+    if (depth >= INPUT_DEPTH || node === null || typeof node !== 'object') return node
+    if (Array.isArray(node)) return node.map((x) => walk(x, depth + 1))
+    return Object.fromEntries(Object.entries(node).map(([k, x]) => [k, walk(x, depth + 1)]))
+  }
+  const elided = JSON.stringify(walk(value, 0))
+  return changed && elided.length < original.length ? elided : undefined
 }
 
 /**
@@ -85,7 +166,7 @@ export function dueBatch(
   newestTurn: number,
   settings: ElideSettings,
   turns = Infinity,
-): Live[] | undefined {
+): BatchPart[] | undefined {
   const old = batchOf(
     live,
     live
@@ -93,18 +174,19 @@ export function dueBatch(
       .filter((r) => r.offset < newestTurn),
   )
   if (old.length === 0) return undefined
-  const oldChars = old.reduce((sum, result) => sum + result.chars, 0)
+  const oldChars = old.reduce((sum, r) => sum + (r.result ? r.chars : 0) + (r.input?.saved ?? 0), 0)
   if (oldChars / CHARS_PER_TOKEN < settings.thresholdTokens) return undefined
   const horizon = Math.min(settings.horizon, turns)
   // Each batch of the newest old results (from the j-th on), weighed: the one that pays most.
   let best: { net: number; from: number } | undefined
-  let chars = 0
-  let standIns = 0
+  let savedChars = 0
+  let first = Infinity
   for (let j = old.length - 1; j >= 0; j--) {
-    chars += old[j]!.chars
-    standIns += old[j]!.standInChars
-    const saved = (chars - standIns) / CHARS_PER_TOKEN
-    const after = (newestTurn - old[j]!.offset) / CHARS_PER_TOKEN - saved
+    const part = old[j]!
+    savedChars += (part.result ? part.chars - part.standInChars : 0) + (part.input?.saved ?? 0)
+    first = Math.min(first, breakAt(part))
+    const saved = savedChars / CHARS_PER_TOKEN
+    const after = (newestTurn - first) / CHARS_PER_TOKEN - saved
     const gain = saved * (1 - settings.cachedDiscount) * horizon
     const cost = Math.max(0, after) * (settings.cachedDiscount + settings.writePremium)
     if (gain >= cost && (!best || gain - cost >= best.net)) best = { net: gain - cost, from: j }
@@ -112,12 +194,18 @@ export function dueBatch(
   return best && old.slice(best.from)
 }
 
+/** Where eliding a part first changes the upstream bytes: its call's item, else its own. */
+export function breakAt(part: BatchPart): number {
+  return Math.min(part.offset, part.input?.offset ?? Infinity)
+}
+
 /**
  * Which of the `candidates` go in a batch: each long enough to be worth its stand-in, except
  * one that a stub staying in view names (eliding it would show that stub's read in full
- * again); and a stub among them whose result goes too.
+ * again); and a stub among them whose result goes too. A call's long strings go whatever its
+ * result does (no stub names a call).
  */
-function batchOf(live: readonly Live[], candidates: readonly Live[]): Live[] {
+function batchOf(live: readonly Live[], candidates: readonly Live[]): BatchPart[] {
   const candidate = new Set(candidates)
   const pinned = new Set(live.flatMap((r) => (!candidate.has(r) && r.stubOf) || []))
   const going = new Set(
@@ -125,14 +213,17 @@ function batchOf(live: readonly Live[], candidates: readonly Live[]): Live[] {
       .filter((r) => r.chars >= MIN_STAND_INS * r.standInChars && !pinned.has(r.id))
       .map((r) => r.id),
   )
-  return candidates.filter(
-    (r) => going.has(r.id) || (r.stubOf?.some((target) => going.has(target)) ?? false),
-  )
+  return candidates.flatMap((r) => {
+    const result = going.has(r.id) || (r.stubOf?.some((target) => going.has(target)) ?? false)
+    if (!result && !r.input) return []
+    const { input, ...rest } = r
+    return [{ ...rest, result, ...(input ? { input } : {}) }]
+  })
 }
 
 /** A result's stand-in: its first bracket (id, and a read's path and lines) and the notice. */
 export function standIn(rendering: string, settings: ElideSettings): string {
   const bracket = /^\[[^\]\n]*\]/.exec(rendering)?.[0] ?? ''
   const id = ID.exec(bracket)?.[1] ?? ''
-  return settings.standIn.replaceAll('{bracket}', bracket).replaceAll('{id}', id)
+  return settings.standIn.replaceAll('{bracket}', () => bracket).replaceAll('{id}', id)
 }

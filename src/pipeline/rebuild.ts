@@ -16,6 +16,7 @@ import {
 } from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
 import type { CacheBreak } from './breaks.js'
+import { callsOfResults } from './elide.js'
 import { pacer } from '../pace/index.js'
 import {
   addShown,
@@ -339,6 +340,7 @@ async function assemble(
     inTurn,
   })
   const stubOf = new Map<string, readonly string[]>()
+  const inputs = elidedCalls(messages, input.keys.keys, input.elision)
   const pace = pacer()
   const out: ChatMessage[] = []
   for (const [index, message] of messages.entries()) {
@@ -366,7 +368,7 @@ async function assemble(
     const after = (rendered: ChatMessage) =>
       summaryTable === undefined ? rendered : withTable(rendered, summaryTable)
     const key = input.keys.keys[index]
-    if (key === undefined) return after(message)
+    if (key === undefined) return after(withInputs(message, inputs.get(index)))
     lastToolKey = key
     const record = toolRecords.get(key)
     if (!record) throw new Error('a tool message was left without a rendering')
@@ -386,6 +388,37 @@ async function assemble(
     carried += sent - contentText(shown.content).length
     return after({ ...message, content: shown.content })
   }
+}
+
+/**
+ * `--elide-inputs`: the calls whose arguments go elided (by the view index of the message that
+ * carries them, then call id): those of results a batch named.
+ */
+function elidedCalls(
+  messages: readonly ChatMessage[],
+  toolKeys: readonly (string | undefined)[],
+  elision: Elision,
+): Map<number, Map<string, string>> {
+  const out = new Map<number, Map<string, string>>()
+  if (elision.inputs.size === 0) return out
+  for (const [at, { at: callAt, call }] of callsOfResults(messages)) {
+    const args = elision.inputs.get(toolKeys[at] ?? '')
+    if (args === undefined) continue
+    const calls = out.get(callAt) ?? new Map<string, string>()
+    calls.set(call.id, args)
+    out.set(callAt, calls)
+  }
+  return out
+}
+
+/** A message with its elided calls' arguments. */
+function withInputs(message: ChatMessage, args: ReadonlyMap<string, string> | undefined) {
+  if (!args || !message.tool_calls) return message
+  const tool_calls = message.tool_calls.map((call) => {
+    const elided = args.get(call.id)
+    return elided === undefined ? call : { ...call, function: { ...call.function, arguments: elided } }
+  })
+  return { ...message, tool_calls }
 }
 
 function callsById(

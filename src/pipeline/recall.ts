@@ -57,8 +57,14 @@ export async function answerRecalls(
   const asked = calls.map((call) => recallArguments(call.function.arguments))
   const targets = asked.map((args) => (args.id === undefined ? undefined : parseId(args.id)))
   const wanted = targets.filter((n): n is number => n !== undefined)
-  const found = await store.get(scope, wanted.map(keys.result))
-  const storedByNumber = new Map(wanted.map((n, i) => [n, found[i]]))
+  // An id whose call `--elide-inputs` elided shows that call first, then the result.
+  const found = await store.get(scope, [...wanted.map(keys.result), ...wanted.map(keys.input)])
+  const storedByNumber = new Map(
+    wanted.map((n, i) => {
+      const [result, input] = [found[i], found[wanted.length + i]]
+      return [n, result !== undefined && input !== undefined ? input + '\n\n' + result : result]
+    }),
+  )
   // Each answer is stored under its own id: claimed with the write where the next id is known.
   const { winners } = await claimAndWrite(
     store,

@@ -62,6 +62,7 @@ export interface SavedState {
     readonly elision: {
       readonly batches: number
       readonly texts: readonly (readonly [string, string])[]
+      readonly inputs: readonly (readonly [string, string])[]
       readonly pending: readonly number[]
     }
     readonly carried: number
@@ -84,9 +85,10 @@ export interface Handover {
 /**
  * The states' own format: what a process of the same version but another format wrote is not
  * taken on. 2: prefix digests are 64-bit xxHash (they were SHA-256). 3: a live result's stub
- * names a list of ids (a call that read several files may stub several).
+ * names a list of ids (a call that read several files may stub several). 4: elided calls'
+ * arguments (`--elide-inputs`) with the elision, and where a live result's call stands.
  */
-const STATE_FORMAT = 3
+const STATE_FORMAT = 4
 
 /** A digest of what makes a remembered state valid: the same code and the same settings. */
 export function resumeFingerprint(version: string, settings: unknown): string {
@@ -122,7 +124,11 @@ export function saveState(state: SpliceState): SavedState {
       lastToolKey: history.lastToolKey,
       calls: [...history.calls],
       seen: [...history.seen],
-      elision: { ...history.elision, texts: [...history.elision.texts] },
+      elision: {
+        ...history.elision,
+        texts: [...history.elision.texts],
+        inputs: [...history.elision.inputs],
+      },
       carried: history.carried,
       turns: history.turns,
       inTurn: history.inTurn,
@@ -151,7 +157,11 @@ export function loadState(saved: SavedState): SpliceState {
       views: new Map(history.views),
       calls: new Map(history.calls),
       seen: new Map(history.seen),
-      elision: { ...history.elision, texts: new Map(history.elision.texts) },
+      elision: {
+        ...history.elision,
+        texts: new Map(history.elision.texts),
+        inputs: new Map(history.elision.inputs),
+      },
     },
   }
 }

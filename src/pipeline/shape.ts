@@ -4,13 +4,23 @@ import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'
 import { NO_ELISION, readElision, withBatch, writeBatch } from '../session/elision.js'
 import { keys } from '../session/records.js'
+import { parseId } from '../context/index.js'
 import { marks, signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
 import type { Profile } from '../tools/index.js'
 import { contentText, type ChatMessage, type ToolDefinition } from '../wire/chat.js'
 import { piecesBytes } from './body.js'
-import { dueBatch, liveResults, standIn, type ElideSettings } from './elide.js'
+import {
+  breakAt,
+  callsOfResults,
+  dueBatch,
+  elidedInput,
+  liveResults,
+  standIn,
+  type BatchPart,
+  type ElideSettings,
+} from './elide.js'
 import {
   rebuildHistory,
   toolKeys,
@@ -80,7 +90,11 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   // request's batch most often takes exactly them, and then goes on the fast path.
   const covered = Math.min(
     Math.max(0, items.length - door.holdback),
-    deps.elide ? newestResultsAt(view, items.length) : items.length,
+    !deps.elide
+      ? items.length
+      : deps.elide.inputs
+        ? newestCallsAt(view, items.length)
+        : newestResultsAt(view, items.length),
   )
   const snapshotAt = firstAt(view, covered)
   const tools = await toolKeys(view.messages, start?.history, snapshotAt)
@@ -148,23 +162,28 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
       : undefined
   // A batch that reaches into the remembered items rewrites bytes this request did not parse:
   // the full path decides it.
-  if (due && start && due.some((result) => result.item < base)) return undefined
+  if (due && start && due.some((r) => Math.min(r.item, r.input?.item ?? r.item) < base))
+    return undefined
   let batchAt: Shaped['batchAt']
   if (due && session.scope !== undefined && elide) {
     const rendered = new Map(tools.keys.map((key, i) => [key, rebuilt.messages[i]!] as const))
     const texts = Object.fromEntries(
-      due.map((r) => [r.key, standIn(contentText(rendered.get(r.key)?.content), elide)]),
+      due
+        .filter((r) => r.result)
+        .map((r) => [r.key, standIn(contentText(rendered.get(r.key)?.content), elide)]),
     )
-    const ours = { at: count, texts }
-    const batch = await writeBatch(session.scope, deps.store, elision, ours)
+    const inputs = elidedInputs(view, tools.keys, due, elide)
+    const ours = { at: count, texts, ...(inputs.sent.size > 0 ? { inputs: Object.fromEntries(inputs.sent) } : {}) }
+    const batch = await writeBatch(session.scope, deps.store, elision, ours, inputs.recalled)
     // Another process's batch won the race: it may reach further back; the full path applies it.
     if (start && JSON.stringify(batch) !== JSON.stringify(ours)) return undefined
     rebuilt = await rebuilt.reassemble(withBatch(elision, batch, count))
     upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
     live = liveNow()
-    // Its first result is where the upstream bytes first differ from the previous request's.
-    const first = due.reduce((a, b) => (b.offset < a.offset ? b : a))
-    batchAt = { item: first.item, raw: items[first.item - base], at: first.offset }
+    // Its first result (or call) is where the upstream bytes first differ from the previous request's.
+    const first = due.reduce((a, b) => (breakAt(b) < breakAt(a) ? b : a))
+    const item = first.input && first.input.offset < first.offset ? first.input.item : first.item
+    batchAt = { item, raw: items[item - base], at: breakAt(first) }
   }
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
   const place = { index: count, previous: answers.last }
@@ -246,6 +265,32 @@ async function upstreamItems(
 }
 
 /**
+ * `--elide-inputs`: the arguments each elided call goes with from now on (by its result's key),
+ * and what recall shows before its result (by the result's number): the call as written.
+ */
+function elidedInputs(
+  view: View,
+  toolKeys: readonly (string | undefined)[],
+  due: readonly BatchPart[],
+  elide: ElideSettings,
+) {
+  const sent = new Map<string, string>()
+  const recalled = new Map<number, string>()
+  const inputs = elide.inputs
+  if (!inputs || !due.some((r) => r.input)) return { sent, recalled }
+  const going = new Map(due.filter((r) => r.input).map((r) => [r.key, r] as const))
+  for (const [at, { call }] of callsOfResults(view.messages)) {
+    const part = going.get(toolKeys[at] ?? '')
+    const args = part && elidedInput(call, part.id, inputs)
+    const n = part && parseId(part.id)
+    if (!part || args === undefined || n === undefined) continue
+    sent.set(part.key, args)
+    recalled.set(n, inputs.recalled.replaceAll('{input}', () => call.function.arguments))
+  }
+  return { sent, recalled }
+}
+
+/**
  * Where the request's newest turn begins upstream (bytes): the item of the last assistant
  * message of `view`; undefined without one. A history without any (a first request) counts as
  * sent before, whole: the costlier reading of a break.
@@ -308,6 +353,23 @@ function newestResultsAt(view: View, count: number): number {
   let at = count
   for (let i = messages.length - 1; i >= 0 && messages[i]!.role !== 'assistant'; i--)
     if (messages[i]!.role === 'tool') at = view.origins[i]!
+  return at
+}
+
+/**
+ * With `--elide-inputs` the newest turn's calls are left out too (a batch of the results
+ * after them elides their strings): the item of the first of the agent's last messages, when
+ * results follow them.
+ */
+function newestCallsAt(view: View, count: number): number {
+  const messages = view.messages
+  let i = messages.length - 1
+  let results = false
+  for (; i >= 0 && messages[i]!.role !== 'assistant'; i--)
+    if (messages[i]!.role === 'tool') results = true
+  if (!results) return count
+  let at = count
+  for (; i >= 0 && messages[i]!.role === 'assistant'; i--) at = view.origins[i]!
   return at
 }
 

@@ -156,6 +156,25 @@ function pattern(template: string, groups: Record<string, string> = {}): string 
  * Counts the tool messages that are an `--elide` stand-in: the template with a bracket and an id
  * (either may be empty) in it.
  */
+/**
+ * Counts the calls whose arguments carry `--elide-inputs`' stand-in (`{id}` an id): the calls
+ * whose long strings a batch replaced.
+ */
+export function inputStandInCounter(template: string) {
+  const standIn = new RegExp(pattern(template, { id: '#[0-9a-f]+' }))
+  return function count(messages: readonly unknown[]): number {
+    let n = 0
+    for (const message of messages) {
+      if (!isRecord(message) || !Array.isArray(message.tool_calls)) continue
+      for (const call of message.tool_calls as unknown[]) {
+        const fn = isRecord(call) && isRecord(call.function) ? call.function : undefined
+        if (typeof fn?.arguments === 'string' && standIn.test(fn.arguments)) n++
+      }
+    }
+    return n
+  }
+}
+
 export function standInCounter(template: string) {
   const standIn = new RegExp(
     `^${pattern(template, { bracket: '(?:\\[[^\\]\\n]*\\])?', id: '(?:#[0-9a-f]+)?' })}$`,

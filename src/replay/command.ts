@@ -29,6 +29,8 @@ Code) or Responses (Codex), told apart by their shape; FILE.xz is read through x
   --elide-threshold N     elided side: tokens of old results that make a batch worth weighing (default ${DEFAULT_OPTIONS.elide.threshold})
   --elide-keep N          elided side: the most recent results, never elided (default ${DEFAULT_OPTIONS.elide.keep})
   --elide-horizon N       elided side: later requests a batch is expected to pay over (default ${DEFAULT_OPTIONS.elide.horizon})
+  --elide-inputs          elided side: batches replace their calls' long strings too (a file
+                          written whole, a long script)
   --mask-keep N           baseline: turns whose tool results are kept (default ${DEFAULT_OPTIONS.mask.keep})
   --mask-turn user|step   baseline: a turn starts at each user message (opencode's pruning), or at
                           each assistant message (observation masking per step; for agents that
@@ -56,6 +58,7 @@ export function parseReplayArgs(argv: readonly string[]): ReplayCommand | 'help'
         'elide-threshold': { type: 'string' },
         'elide-keep': { type: 'string' },
         'elide-horizon': { type: 'string' },
+        'elide-inputs': { type: 'boolean' },
         'mask-keep': { type: 'string' },
         'mask-turn': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -123,6 +126,7 @@ export function parseReplayArgs(argv: readonly string[]): ReplayCommand | 'help'
           'elide-horizon',
           number('elide-horizon', values['elide-horizon'], elide.horizon),
         ),
+        inputs: values['elide-inputs'] ?? elide.inputs,
       },
     },
   }

@@ -22,6 +22,7 @@ import {
   addActions,
   noActions,
   savedOnResults,
+  inputStandInCounter,
   standInCounter,
   toolCallIds,
   type Actions,
@@ -52,6 +53,8 @@ export interface ElideOptions {
   readonly threshold: number
   readonly keep: number
   readonly horizon: number
+  /** `--elide-inputs`: the elided side's batches take their calls' long strings too. */
+  readonly inputs: boolean
 }
 
 /** The proxy's own defaults (src/config/flags.ts) wherever a replay flag is one of its flags. */
@@ -64,6 +67,7 @@ export const DEFAULT_OPTIONS: ReplayOptions = {
     threshold: Number(FLAGS['elide-threshold'].default),
     keep: Number(FLAGS['elide-keep'].default),
     horizon: Number(FLAGS['elide-horizon'].default),
+    inputs: false,
   },
 }
 
@@ -113,6 +117,8 @@ export interface Elisions {
   batches: number
   /** Results replaced by a stand-in, over the session's requests (a session's last count). */
   results: number
+  /** Calls whose long strings were replaced (`--elide-inputs`), counted the same way. */
+  inputs: number
 }
 
 export interface Totals {
@@ -141,8 +147,9 @@ interface SessionState {
   readonly header: string
   previous?: Record<Side, TokenSequence>
   knownTools: Set<string>
-  /** Stand-ins in the elided side's previous request. */
+  /** Stand-ins in the elided side's previous request, in results and in calls. */
   elided: number
+  elidedInputs: number
 }
 
 type App = ReturnType<typeof createApp>
@@ -162,6 +169,7 @@ export async function replay(
     elideThreshold: options.elide.threshold,
     elideKeep: options.elide.keep,
     elideHorizon: options.elide.horizon,
+    elideInputs: options.elide.inputs,
     cachedDiscount: options.cachedDiscount,
     cacheWritePremium: options.cacheWritePremium,
   })!
@@ -183,6 +191,9 @@ export async function replay(
   const counter = new TokenCounter()
   const readActions = actionReader(loop.context)
   const countStandIns = standInCounter(elide.standIn)
+  const countInputStandIns = inputStandInCounter(
+    elide.inputs?.standIn ?? loop.proxy.elide.input_stand_in,
+  )
   const sessions = new Map<string, SessionState>()
   const skipped: SkippedLine[] = []
   try {
@@ -201,6 +212,7 @@ export async function replay(
           header: `replay-${sessions.size + 1}`,
           knownTools: new Set(),
           elided: 0,
+          elidedInputs: 0,
         }
         sessions.set(entry.session, state)
       }
@@ -245,11 +257,14 @@ export async function replay(
       state.knownTools = toolCallIds(sentMessages)
       state.previous = sequences
       const standIns = countStandIns(elidedBody.messages)
+      const inputStandIns = countInputStandIns(elidedBody.messages)
       const elisions: Elisions = {
-        batches: standIns > state.elided ? 1 : 0,
+        batches: standIns > state.elided || inputStandIns > state.elidedInputs ? 1 : 0,
         results: standIns - state.elided,
+        inputs: inputStandIns - state.elidedInputs,
       }
       state.elided = standIns
+      state.elidedInputs = inputStandIns
       state.report.requests.push({ ...where, status: 200, sides, actions, elided: standIns })
       addRequest(state.report.totals, sides, actions, elisions)
     }
@@ -367,7 +382,7 @@ function emptyTotals(): Totals {
     failed: 0,
     sides: { client: emptySide(), proxy: emptySide(), elided: emptySide(), masked: emptySide() },
     actions: noActions(),
-    elisions: { batches: 0, results: 0 },
+    elisions: { batches: 0, results: 0, inputs: 0 },
   }
 }
 
@@ -380,6 +395,7 @@ function addRequest(
   totals.requests++
   totals.elisions.batches += elisions.batches
   totals.elisions.results += elisions.results
+  totals.elisions.inputs += elisions.inputs
   for (const side of SIDES) {
     const into = totals.sides[side]
     const one = sides[side]
@@ -411,6 +427,7 @@ function addTotals(into: Totals, more: Totals): void {
   addActions(into.actions, more.actions)
   into.elisions.batches += more.elisions.batches
   into.elisions.results += more.elisions.results
+  into.elisions.inputs += more.elisions.inputs
 }
 
 /**

@@ -11,6 +11,8 @@ export interface ElisionBatch {
   readonly at: number
   /** Tool message key -> the stand-in's text. */
   readonly texts: Readonly<Record<string, string>>
+  /** `--elide-inputs`: tool message key -> its call's arguments as sent from then on. */
+  readonly inputs?: Readonly<Record<string, string>> | undefined
 }
 
 /** The batches a request goes with. */
@@ -19,11 +21,13 @@ export interface Elision {
   readonly batches: number
   /** The stand-ins of every batch that applies. */
   readonly texts: ReadonlyMap<string, string>
+  /** The elided calls' arguments, by their results' keys, of every batch that applies. */
+  readonly inputs: ReadonlyMap<string, string>
   /** Where batches that do not apply yet begin to (after a rewind). */
   readonly pending: readonly number[]
 }
 
-export const NO_ELISION: Elision = { batches: 0, texts: new Map(), pending: [] }
+export const NO_ELISION: Elision = { batches: 0, texts: new Map(), inputs: new Map(), pending: [] }
 
 /** Every batch of a session, applied as far as the request's length allows. */
 export async function readElision(scope: string, store: Store, items: number): Promise<Elision> {
@@ -46,22 +50,32 @@ const BATCHES_A_READ = 64
 
 export function withBatch(elision: Elision, batch: ElisionBatch, items: number): Elision {
   const applies = batch.at <= items
+  if (!applies) return { ...elision, batches: elision.batches + 1, pending: [...elision.pending, batch.at] }
   return {
     batches: elision.batches + 1,
-    texts: applies ? new Map([...elision.texts, ...Object.entries(batch.texts)]) : elision.texts,
-    pending: applies ? elision.pending : [...elision.pending, batch.at],
+    texts: new Map([...elision.texts, ...Object.entries(batch.texts)]),
+    inputs: batch.inputs
+      ? new Map([...elision.inputs, ...Object.entries(batch.inputs)])
+      : elision.inputs,
+    pending: elision.pending,
   }
 }
 
-/** Stores batch number `elision.batches + 1`; first writer wins, and the winner is returned. */
+/**
+ * Stores batch number `elision.batches + 1`; first writer wins, and the winner is returned.
+ * `recalled` (result number -> text) is what recall shows before an elided call's result: the
+ * call as the model wrote it, the same text whichever process writes it first.
+ */
 export async function writeBatch(
   scope: string,
   store: Store,
   elision: Elision,
   batch: ElisionBatch,
+  recalled: ReadonlyMap<number, string> = new Map(),
 ): Promise<ElisionBatch> {
   const [winner] = await store.putIfAbsent(scope, [
     [keys.elision(elision.batches + 1), JSON.stringify(batch)],
+    ...[...recalled].map(([n, text]) => [keys.input(n), text] as const),
   ])
   return JSON.parse(winner!) as ElisionBatch
 }

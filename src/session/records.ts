@@ -16,6 +16,8 @@ export const keys = {
   compaction: (summaryKey: string) => 'c:' + summaryKey,
   /** The n-th batch of elided results (from 1). */
   elision: (n: number) => 'e:' + n,
+  /** What recall shows before result n when `--elide-inputs` elided its call's long strings. */
+  input: (n: number) => 'i:' + n,
   ownerOfTool: (messageKey: string) => 'o:m:' + messageKey,
   ownerOfAnswer: (place: string) => 'o:h:' + place,
   ownerOfSummary: (summaryKey: string) => 'o:c:' + summaryKey,

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { dueBatch, standIn, type ElideSettings } from '../../src/pipeline/elide.js'
+import { dueBatch, elidedInput, standIn, type ElideSettings } from '../../src/pipeline/elide.js'
 import { createStore, type Store } from '../../src/store/index.js'
 import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
@@ -26,6 +26,16 @@ const ELIDE: ElideSettings = {
   standIn: loop.proxy.elide.stand_in,
 }
 
+/** With `--elide-inputs`, as loop.json has it. */
+const INPUTS: ElideSettings = {
+  ...ELIDE,
+  inputs: {
+    standIn: loop.proxy.elide.input_stand_in,
+    minChars: loop.proxy.elide.input_min_chars,
+    recalled: loop.proxy.elide.recalled_input,
+  },
+}
+
 /** A different output per step, ~6,000 characters each. */
 function output(step: number): string {
   return Array.from({ length: 240 }, (_, i) => `step ${step} line ${i + 1} of the log`).join('\n')
@@ -33,8 +43,15 @@ function output(step: number): string {
 
 const STEPS = 9
 
+/** A Bash command: `log N`, and with `padding` a long heredoc after it (a script written whole). */
+function command(step: number, padding: boolean): string {
+  if (!padding) return `log ${step}`
+  const body = Array.from({ length: 12 }, (_, i) => `echo "step ${step} writes line ${i}"`)
+  return `log ${step} && cat <<'EOF' > step${step}.sh\n${body.join('\n')}\nEOF`
+}
+
 /** The model: STEPS Bash calls, then a recall of #0001, then a reply. */
-function script(door: Door) {
+function script(door: Door, padding = false) {
   let n = 0
   return (request: RecordedRequest) => {
     const step = n++
@@ -44,7 +61,11 @@ function script(door: Door) {
       args,
     })
     if (step < STEPS)
-      return door.respond(request, { calls: [call('Bash', { command: `log ${step}` })] }, step)
+      return door.respond(
+        request,
+        { calls: [call('Bash', { command: command(step, padding) })] },
+        step,
+      )
     if (step === STEPS)
       return door.respond(request, { calls: [call('recall', { id: '#0001' })] }, step)
     return door.respond(request, { text: 'Done.' }, step)
@@ -58,9 +79,13 @@ interface Deployment {
   close(): Promise<void>
 }
 
-async function session(door: Door, deploy: (upstream: string) => Promise<Deployment>) {
+async function session(
+  door: Door,
+  deploy: (upstream: string) => Promise<Deployment>,
+  padding = false,
+) {
   const upstream = await startFakeUpstream()
-  upstream.setScript(script(door))
+  upstream.setScript(script(door, padding))
   const deployment = await deploy(upstream.url)
   const client = door.client({ stream: false })
   client.user('work')
@@ -140,31 +165,82 @@ describe('--elide on every door', () => {
         'the history is smaller after it',
       )
 
-      // A restart on one SQLite file, in the middle, batch included.
-      const file = join(dir, `${door.name}.db`)
-      let proxy: TestProxy | undefined
-      let store: Store | undefined
-      const restarted = await session(door, async (url) => ({
+      await sameOnRestartAndReplicas(door, fast, ELIDE, batchAt[0]!)
+    })
+
+    test(`${door.name}: --elide-inputs takes the elided calls' long strings too, recall shows them`, async () => {
+      const memory = async () => createStore('memory:', { idleTtlMs: DAY })
+      const fast = await session(
+        door,
+        async (url) => single(url, await memory(), { elide: INPUTS }),
+        true,
+      )
+      const full = await session(
+        door,
+        async (url) => single(url, await memory(), { elide: INPUTS, spliceChars: 0 }),
+        true,
+      )
+      assert.deepEqual(full, fast, 'the full path sends what the fast path sends')
+      // The calls' strings count too: old results pass the threshold again after the first.
+      const batchAt = breaks(fast)
+      assert.ok(batchAt.length >= 1 && batchAt.length <= 3, `a break a batch: ${batchAt}`)
+      const [before, afterBatch] = [fast[batchAt[0]! - 1]!, fast[batchAt[0]!]!]
+      assert.ok(before.includes('step 0 writes line 11'), 'the script as the model wrote it')
+      assert.ok(!afterBatch.includes('step 0 writes line'), 'then its stand-in')
+      assert.match(afterBatch, /\[#0001\] Elided; recall shows it\./)
+      // The last two results keep their calls' strings, as they keep their own.
+      assert.ok(afterBatch.includes(`step ${batchAt[0]! - 1} writes line 11`))
+      // Recall of the id shows the call as written, then the result.
+      const last = fast.at(-1)!
+      const recalled =
+        /\[#[0-9a-f]{4} recall #0001 lines 1-242 of 242\]\\nInput: (.*?)\\n\\nstep 0 line 1 of the log/.exec(
+          last,
+        )
+      assert.ok(recalled, last.slice(-600))
+      assert.ok(recalled[1]!.includes('step 0 writes line 11'))
+      assert.ok(afterBatch.length < fast[batchAt[0]! - 1]!.length)
+      await sameOnRestartAndReplicas(door, fast, INPUTS, batchAt[0]!, true)
+    })
+  }
+
+  /** The session again, with a restart on one SQLite file after the batch, and on two replicas. */
+  async function sameOnRestartAndReplicas(
+    door: Door,
+    fast: readonly string[],
+    elide: ElideSettings,
+    batchAt: number,
+    padding = false,
+  ) {
+    const file = join(dir, `${door.name}-${padding}.db`)
+    let proxy: TestProxy | undefined
+    let store: Store | undefined
+    const restarted = await session(
+      door,
+      async (url) => ({
         url: () => proxy!.url,
         async before(request) {
-          if (request !== 0 && request !== batchAt[0]! + 1) return
+          if (request !== 0 && request !== batchAt + 1) return
           await proxy?.close()
           await store?.close()
           store = await createStore('sqlite:' + file, { idleTtlMs: DAY })
-          proxy = await startProxy({ upstreamUrl: url, store, elide: ELIDE })
+          proxy = await startProxy({ upstreamUrl: url, store, elide })
         },
         async close() {
           await proxy?.close()
           await store?.close()
         },
-      }))
-      assert.deepEqual(restarted, fast, 'a restart sends the same bytes')
+      }),
+      padding,
+    )
+    assert.deepEqual(restarted, fast, 'a restart sends the same bytes')
 
-      // Two replicas on one Redis, taking requests in turn.
-      const stores = await Promise.all([0, 1].map(() => createStore(redis.url, { idleTtlMs: DAY })))
-      const replicas = await session(door, async (url) => {
+    // Two replicas on one Redis, taking requests in turn.
+    const stores = await Promise.all([0, 1].map(() => createStore(redis.url, { idleTtlMs: DAY })))
+    const replicas = await session(
+      door,
+      async (url) => {
         const proxies = await Promise.all(
-          stores.map((s) => startProxy({ upstreamUrl: url, store: s, elide: ELIDE })),
+          stores.map((s) => startProxy({ upstreamUrl: url, store: s, elide })),
         )
         return {
           url: (request) => proxies[request % 2]!.url,
@@ -174,9 +250,10 @@ describe('--elide on every door', () => {
             for (const s of stores) await s.close()
           },
         }
-      })
-      assert.deepEqual(replicas, fast, 'two replicas send the same bytes')
-    })
+      },
+      padding,
+    )
+    assert.deepEqual(replicas, fast, 'two replicas send the same bytes')
   }
 })
 
@@ -184,15 +261,30 @@ describe('--elide with its defaults: a batch a turn, on the fast path', () => {
   // The defaults (--elide-threshold 30, --elide-keep 1): each request elides the result the
   // one before it added, which the fast path leaves out of what it remembers and parses again.
   const defaults: ElideSettings = { ...ELIDE, thresholdTokens: 30, keepResults: 1, horizon: 200 }
-  for (const door of DOORS) {
-    test(`${door.name}: every request goes on from the one before, the same bytes as the full path`, async () => {
+  // With --elide-inputs a batch rewrites the call before each result as well: the fast path
+  // leaves the newest turn's calls out of what it remembers too.
+  const withInputs: ElideSettings = { ...defaults, inputs: INPUTS.inputs }
+  for (const [door, elide] of DOORS.flatMap(
+    (d) =>
+      [
+        [d, defaults],
+        [d, withInputs],
+      ] as const,
+  )) {
+    const named = elide.inputs ? ' (--elide-inputs)' : ''
+    test(`${door.name}${named}: every request goes on from the one before, the same bytes as the full path`, async () => {
       const memory = async () => createStore('memory:', { idleTtlMs: DAY })
       const lines: string[] = []
-      const fast = await session(door, async (url) =>
-        single(url, await memory(), { elide: defaults, log: lines }),
+      const padding = elide.inputs !== undefined
+      const fast = await session(
+        door,
+        async (url) => single(url, await memory(), { elide, log: lines }),
+        padding,
       )
-      const full = await session(door, async (url) =>
-        single(url, await memory(), { elide: defaults, spliceChars: 0 }),
+      const full = await session(
+        door,
+        async (url) => single(url, await memory(), { elide, spliceChars: 0 }),
+        padding,
       )
       assert.deepEqual(full, fast, 'the full path sends what the fast path sends')
       const batches = breaks(fast)
@@ -204,10 +296,13 @@ describe('--elide with its defaults: a batch a turn, on the fast path', () => {
         'every request after the first on the fast path, batches included',
       )
       // Each batch names its break: the proxy's, billing the tokens from the elided result on.
-      const named = logged.filter((line) => line.cacheBreak)
-      assert.equal(named.length, batches.length)
-      assert.ok(named.every((line) => line.cacheBreak.by === 'proxy' && line.cacheBreak.tokens > 0))
+      const breaksNamed = logged.filter((line) => line.cacheBreak)
+      assert.equal(breaksNamed.length, batches.length)
+      assert.ok(
+        breaksNamed.every((line) => line.cacheBreak.by === 'proxy' && line.cacheBreak.tokens > 0),
+      )
       assert.match(fast.at(-1)!, /\[#0001\] Elided; recall shows it\./)
+      if (padding) assert.ok(!fast.at(-2)!.includes('step 0 writes line'), 'its call too')
     })
   }
 })
@@ -362,6 +457,73 @@ describe('when a batch pays', () => {
       dueBatch(pinned, newestTurn, all)?.map((r) => r.key),
       ['k0', 'k2'],
     )
+  })
+
+  test("--elide-inputs: a call's long strings go with or without its result, its break first", () => {
+    const all = { ...INPUTS, thresholdTokens: 1, keepResults: 1, horizon: 20 }
+    // k0's result is short (a heredoc's empty output); its call, 6,000 bytes before it, has a
+    // string of 3,000 to elide. Then k1 and the newest turn's k2.
+    const at = (key: string, id: string, chars: number, offset: number) => ({
+      key,
+      id,
+      chars,
+      standInChars: 40,
+      item: offset,
+      offset,
+    })
+    const results = [
+      { ...at('k0', '#0001', 60, 6100), input: { saved: 3000, item: 0, offset: 0 } },
+      at('k1', '#0002', 8000, 6400),
+      at('k2', '#0003', 4000, 14_600),
+    ]
+    const batch = dueBatch(results, results[2]!.offset - 100, all)
+    assert.deepEqual(
+      batch?.map((r) => [r.key, r.result, r.input !== undefined]),
+      [
+        ['k0', false, true],
+        ['k1', true, false],
+      ],
+    )
+    // Its break is where its call stands: a horizon that pays for k1 alone does not pay for
+    // sending the 6,000 bytes before it again.
+    const short = { ...all, horizon: 1 }
+    assert.deepEqual(
+      dueBatch(results, results[2]!.offset - 100, short)?.map((r) => r.key),
+      ['k1'],
+    )
+  })
+
+  test('--elide-inputs: which strings of a call are replaced', () => {
+    const inputs = INPUTS.inputs!
+    const call = (args: unknown) => ({
+      id: 'c',
+      type: 'function' as const,
+      function: { name: 'Edit', arguments: typeof args === 'string' ? args : JSON.stringify(args) },
+    })
+    const long = 'x'.repeat(inputs.minChars)
+    assert.equal(
+      elidedInput(call({ command: long + ' $& $1', timeout: 5 }), '#0003', inputs),
+      JSON.stringify({ command: '[#0003] Elided; recall shows it.', timeout: 5 }),
+    )
+    // Nested ones too (a list of edits); short ones stay.
+    assert.equal(
+      elidedInput(
+        call({ edits: [{ old_string: long, new_string: 'y' }], path: 'a.ts' }),
+        '#0a',
+        inputs,
+      ),
+      JSON.stringify({
+        edits: [{ old_string: '[#0a] Elided; recall shows it.', new_string: 'y' }],
+        path: 'a.ts',
+      }),
+    )
+    assert.equal(
+      elidedInput(call({ command: long.slice(1), path: 'b' }), '#0003', inputs),
+      undefined,
+    )
+    // Arguments that are not a JSON object go as they came.
+    assert.equal(elidedInput(call(`not json ${long}`), '#0003', inputs), undefined)
+    assert.equal(elidedInput(call([long]), '#0003', inputs), undefined)
   })
 
   test('short renderings stay; the stand-in keeps the bracket and names recall', () => {

@@ -147,7 +147,7 @@ describe('replay input', () => {
     // The elided side is a fourth side with the same fields; the options say how it ran.
     assert.deepEqual(Object.keys(json.total.sides), ['client', 'proxy', 'elided', 'masked'])
     assert.deepEqual(Object.keys(json.total.sides.elided), Object.keys(json.total.sides.proxy))
-    assert.deepEqual(Object.keys(json.total.elisions), ['batches', 'results'])
+    assert.deepEqual(Object.keys(json.total.elisions), ['batches', 'results', 'inputs'])
     assert.deepEqual(json.options.elide, DEFAULT_OPTIONS.elide)
     // The recorded CLIs' results were all recognised: no drift.
     assert.match(text, / unrecog\. +client breaks$/m)
@@ -219,15 +219,17 @@ describe('replay input', () => {
       threshold: Number(FLAGS['elide-threshold'].default),
       keep: Number(FLAGS['elide-keep'].default),
       horizon: Number(FLAGS['elide-horizon'].default),
+      inputs: FLAGS['elide-inputs'].default !== 'false',
     })
     assert.equal(defaults.options.cachedDiscount, Number(FLAGS['cached-discount'].default))
     assert.equal(defaults.options.cacheWritePremium, Number(FLAGS['cache-write-premium'].default))
     const set = parseReplayArgs([
       ...['--elide-threshold', '5000', '--elide-keep', '2', '--elide-horizon', '20'],
+      '--elide-inputs',
       ...['--cached-discount', '0.5', '--cache-write-premium', '0.25', 'f'],
     ])
     assert.ok(set !== 'help')
-    assert.deepEqual(set.options.elide, { threshold: 5000, keep: 2, horizon: 20 })
+    assert.deepEqual(set.options.elide, { threshold: 5000, keep: 2, horizon: 20, inputs: true })
     assert.equal(set.options.cachedDiscount, 0.5)
     assert.equal(set.options.cacheWritePremium, 0.25)
   })
@@ -411,7 +413,7 @@ describe('the elided side', () => {
   const lines = () => generateTrace({ steps: 30, seed: 1, tree })
   const ONE_BATCH: ReplayOptions = {
     ...DEFAULT_OPTIONS,
-    elide: { threshold: 20_000, keep: 2, horizon: 12 },
+    elide: { threshold: 20_000, keep: 2, horizon: 12, inputs: false },
   }
 
   test('one batch: fewer tokens than the proxy, one more break, then the same prefix again', async () => {
@@ -615,5 +617,61 @@ describe('replaying the Messages and Responses doors', () => {
     const codex = report.sessions[1]!.requests[0]!.sides!
     assert.ok(codex.proxy.tokens > codex.client.tokens)
     assert.equal(report.sessions[1]!.totals.sides.proxy.breaks, 0)
+  })
+})
+
+describe('the elided side with --elide-inputs', () => {
+  // An agent that writes a script whole in each call (a heredoc, as mini-swe-agent does) and
+  // gets a short output back: its results are small, its calls are not.
+  const lines = () => {
+    const messages: unknown[] = [
+      { role: 'system', content: 'You are a helpful assistant.' },
+      { role: 'user', content: 'Fix the bug.' },
+    ]
+    const out: string[] = []
+    for (let step = 0; step < 16; step++) {
+      const script = Array.from({ length: 40 }, (_, i) => `print("step ${step} line ${i}")`)
+      const command = `cat <<'EOF' > try${step}.py\n${script.join('\n')}\nEOF\npython try${step}.py | tail -3`
+      messages.push({
+        role: 'assistant',
+        content: `Step ${step}: try again.`,
+        tool_calls: [
+          {
+            id: `call_${step}`,
+            type: 'function',
+            function: { name: 'bash', arguments: JSON.stringify({ command }) },
+          },
+        ],
+      })
+      messages.push({
+        role: 'tool',
+        tool_call_id: `call_${step}`,
+        content: `step ${step} line 37\nstep ${step} line 38\nstep ${step} line 39`,
+      })
+      out.push(JSON.stringify({ model: 'm', messages, tools: [BASH_TOOL] }))
+    }
+    return out
+  }
+  const BASH_TOOL = {
+    type: 'function',
+    function: {
+      name: 'bash',
+      description: 'Run a command.',
+      parameters: { type: 'object', properties: { command: { type: 'string' } } },
+    },
+  }
+
+  test("the calls' scripts go too: fewer tokens, a break a batch, each call counted once", async () => {
+    const without = await replay([{ name: 'scripts', lines: lines() }], DEFAULT_OPTIONS)
+    const options = { ...DEFAULT_OPTIONS, elide: { ...DEFAULT_OPTIONS.elide, inputs: true } }
+    const withInputs = await replay([{ name: 'scripts', lines: lines() }], options)
+    // Results of three short lines are not worth a stand-in: without it nothing is elided.
+    assert.equal(without.total.elisions.batches, 0)
+    const { sides, elisions } = withInputs.total
+    assert.ok(elisions.inputs >= 10, `${elisions.inputs} calls elided`)
+    assert.equal(elisions.results, 0)
+    assert.equal(sides.elided.breaks, elisions.batches)
+    assert.ok(sides.elided.tokens < 0.6 * sides.proxy.tokens, `${sides.elided.tokens}`)
+    assert.ok(sides.elided.cost < sides.proxy.cost)
   })
 })

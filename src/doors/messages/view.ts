@@ -178,7 +178,17 @@ export function writeBack(
           ? undefined
           : text
       copied[block] = next === undefined ? original : { ...original, content: next }
-    } else if (shown !== message && message.role !== 'assistant') {
+    } else if (shown !== message && message.role === 'assistant') {
+      // Calls whose long strings were elided (`--elide-inputs`): their inputs as rewritten.
+      const args = new Map((shown.tool_calls ?? []).map((c) => [c.id, c.function.arguments]))
+      const blocks = copyOf(at).content
+      if (!Array.isArray(blocks)) return
+      blocks.forEach((b: Json, k) => {
+        const rewritten = b.type === 'tool_use' ? args.get(String(b.id ?? '')) : undefined
+        if (rewritten !== undefined && rewritten !== JSON.stringify(b.input ?? {}))
+          blocks[k] = { ...b, input: JSON.parse(rewritten) as unknown }
+      })
+    } else if (shown !== message) {
       // A summary that carries the table of files read before it.
       copyOf(at).content = shown.content
     }

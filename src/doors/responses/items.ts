@@ -89,6 +89,16 @@ export function writeBack(
       out[at] = { ...item, output: shown.content }
       return
     }
+    const call = shown.tool_calls?.[0]
+    if (message.role === 'assistant' && call) {
+      // A call whose long strings were elided (`--elide-inputs`): its arguments as rewritten.
+      const args = call.function.arguments
+      out[at] =
+        item.type === 'custom_tool_call'
+          ? { ...item, input: (JSON.parse(args) as { input: unknown }).input }
+          : { ...item, arguments: args }
+      return
+    }
     // A summary (Codex's compaction) gets the table of files read before it.
     const before = String(message.content ?? '')
     const after = typeof shown.content === 'string' ? shown.content : ''
