@@ -416,7 +416,9 @@ function withInputs(message: ChatMessage, args: ReadonlyMap<string, string> | un
   if (!args || !message.tool_calls) return message
   const tool_calls = message.tool_calls.map((call) => {
     const elided = args.get(call.id)
-    return elided === undefined ? call : { ...call, function: { ...call.function, arguments: elided } }
+    return elided === undefined
+      ? call
+      : { ...call, function: { ...call.function, arguments: elided } }
   })
   return { ...message, tool_calls }
 }

@@ -173,7 +173,11 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
         .map((r) => [r.key, standIn(contentText(rendered.get(r.key)?.content), elide)]),
     )
     const inputs = elidedInputs(view, tools.keys, due, elide)
-    const ours = { at: count, texts, ...(inputs.sent.size > 0 ? { inputs: Object.fromEntries(inputs.sent) } : {}) }
+    const ours = {
+      at: count,
+      texts,
+      ...(inputs.sent.size > 0 ? { inputs: Object.fromEntries(inputs.sent) } : {}),
+    }
     const batch = await writeBatch(session.scope, deps.store, elision, ours, inputs.recalled)
     // Another process's batch won the race: it may reach further back; the full path applies it.
     if (start && JSON.stringify(batch) !== JSON.stringify(ours)) return undefined
@@ -285,7 +289,10 @@ function elidedInputs(
     const n = part && parseId(part.id)
     if (!part || args === undefined || n === undefined) continue
     sent.set(part.key, args)
-    recalled.set(n, inputs.recalled.replaceAll('{input}', () => call.function.arguments))
+    recalled.set(
+      n,
+      inputs.recalled.replaceAll('{input}', () => call.function.arguments),
+    )
   }
   return { sent, recalled }
 }

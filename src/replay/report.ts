@@ -47,7 +47,7 @@ export function formatReport(report: ReplayReport): string {
     'What the proxy did to new tool results (stubs: re-reads; dedupes: repeated listings and',
     '  searches; caps: results cut to head and tail, and the lines cut; diffs: edits), and what',
     '  --elide did on the elided side (batches, the results they replaced by a stand-in, and with',
-    "  --elide-inputs the calls whose long strings they replaced);",
+    '  --elide-inputs the calls whose long strings they replaced);',
     "  unrecog.: results of a known agent tool the proxy did not recognise (the agent's output changed);",
     '  client breaks: requests where the agent changed what it had sent before (the proxy never does)',
     '',

@@ -50,7 +50,8 @@ const BATCHES_A_READ = 64
 
 export function withBatch(elision: Elision, batch: ElisionBatch, items: number): Elision {
   const applies = batch.at <= items
-  if (!applies) return { ...elision, batches: elision.batches + 1, pending: [...elision.pending, batch.at] }
+  if (!applies)
+    return { ...elision, batches: elision.batches + 1, pending: [...elision.pending, batch.at] }
   return {
     batches: elision.batches + 1,
     texts: new Map([...elision.texts, ...Object.entries(batch.texts)]),
