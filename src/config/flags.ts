@@ -410,6 +410,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     })
     throw new LembasError('config_invalid', problems.join('\n'))
   }
+  // --elide-inputs widens what --elide's batches take: alone it would silently do nothing.
+  if (result.data.elideInputs && !result.data.elide)
+    throw new LembasError(
+      'config_invalid',
+      '--elide-inputs: works with --elide (LEMBAS_ELIDE=true), which is off; give both',
+    )
   return { kind: 'run', config: result.data }
 }
 

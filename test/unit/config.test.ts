@@ -36,6 +36,14 @@ describe('command line', () => {
     assert.throws(() => parseCommandLine([], { LEMBAS_ELIDE: 'maybe' }), /--elide: /)
     assert.throws(() => parseCommandLine(['--elide-keep', '-1'], {}), /--elide-keep/)
     assert.throws(() => parseCommandLine(['--cached-discount', '2'], {}), /--cached-discount/)
+    // --elide-inputs widens --elide, off unless given, and never alone.
+    assert.equal(config(['--elide'])?.elideInputs, false)
+    assert.equal(config(['--elide', '--elide-inputs'])?.elideInputs, true)
+    assert.equal(
+      config([], { LEMBAS_ELIDE: 'true', LEMBAS_ELIDE_INPUTS: 'true' })?.elideInputs,
+      true,
+    )
+    assert.throws(() => parseCommandLine(['--elide-inputs'], {}), /--elide-inputs: .*--elide/)
   })
 
   test('defaults, env twins, flags over env', () => {
