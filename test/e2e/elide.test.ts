@@ -371,6 +371,16 @@ describe('when a batch pays', () => {
     })
   }
 
+  /** One result, its item where its bytes begin. */
+  const at = (key: string, id: string, chars: number, offset: number) => ({
+    key,
+    id,
+    chars,
+    standInChars: 40,
+    item: offset,
+    offset,
+  })
+
   test('old results past the threshold, worth more over the horizon than the break costs', () => {
     // k4 is the newest turn's; k3, kept by --elide-keep 2, was sent before it.
     const results = live([20_000, 20_000, 20_000, 20_000, 500])
@@ -413,14 +423,6 @@ describe('when a batch pays', () => {
   test('the newest old results go where taking the older ones too would not pay', () => {
     const all = { ...ELIDE, thresholdTokens: 1, keepResults: 1, horizon: 5 }
     // k0, then 40,000 bytes of the agent's own messages, then k1 and the newest turn's k2.
-    const at = (key: string, id: string, chars: number, offset: number) => ({
-      key,
-      id,
-      chars,
-      standInChars: 40,
-      item: offset,
-      offset,
-    })
     const results = [
       at('k0', '#0001', 2000, 0),
       at('k1', '#0002', 8000, 42_000),
@@ -463,14 +465,6 @@ describe('when a batch pays', () => {
     const all = { ...INPUTS, thresholdTokens: 1, keepResults: 1, horizon: 20 }
     // k0's result is short (a heredoc's empty output); its call, 6,000 bytes before it, has a
     // string of 3,000 to elide. Then k1 and the newest turn's k2.
-    const at = (key: string, id: string, chars: number, offset: number) => ({
-      key,
-      id,
-      chars,
-      standInChars: 40,
-      item: offset,
-      offset,
-    })
     const results = [
       { ...at('k0', '#0001', 60, 6100), input: { saved: 3000, item: 0, offset: 0 } },
       at('k1', '#0002', 8000, 6400),
