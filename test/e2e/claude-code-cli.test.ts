@@ -439,6 +439,63 @@ describe(`${pkg.name}@${pkg.version} with --elide, run for real through /v1/mess
   )
 })
 
+describe(`${pkg.name}@${pkg.version} with --elide --elide-inputs, run for real through /v1/messages`, () => {
+  test(
+    "a Write's content elided from its tool_use with its result, recalled as written",
+    { timeout: RUN_TIMEOUT_MS + 40_000 },
+    async () => {
+      const binary = agentBinary('claude')
+      const project = makeLiveProject('claude')
+      const script = join(project.root, 'gen.py')
+      // Long enough to pay for its break in a session of a few turns.
+      const content = Array.from({ length: 300 }, (_, i) => `print("generated line ${i}")`).join(
+        '\n',
+      )
+      const bash = (command: string) => ({ name: 'Bash', input: { command, description: command } })
+      const steps: ((messages: any[]) => Say)[] = [
+        () => [{ name: 'Write', input: { file_path: script, content: content + '\n' } }],
+        () => [bash(`seq -f '${LINE}' 1 390`)],
+        () => [bash(`seq -f '${LINE}' 400 790`)],
+        () => [{ name: 'recall', input: { id: '#0001' } }],
+        () => FINAL,
+      ]
+      const rig = await claudeRig(project, steps, { elide: defaultElide('--elide-inputs') })
+      const { stop, errors, main } = rig
+      try {
+        const run = await runClaude(binary, project, rig.tap.url, 'claude-sonnet-4-5', stop.signal)
+        const about = describeRun(run) + '\n' + errors.join('\n')
+        assert.deepEqual(errors, [], about)
+        assert.equal(run.code, 0, about)
+        assert.equal(main.length, steps.length, about)
+        // The CLI wrote the file: it never sees what went upstream.
+        assert.equal(readFileSync(script, 'utf8'), content + '\n')
+        const writes = main.map(
+          (request) =>
+            request.json.messages
+              .flatMap((m: any) => (Array.isArray(m.content) ? m.content : []))
+              .find((b: any) => b.type === 'tool_use' && b.name === 'Write')?.input,
+        )
+        assert.deepEqual(writes[1], { file_path: script, content: content + '\n' })
+        // Once a batch takes it, the content is its stand-in; the path stays, the same bytes on.
+        const elided = writes.findIndex(
+          (input) => input?.content === '[#0001] Elided; recall shows it.',
+        )
+        assert.ok(elided > 1, JSON.stringify(writes))
+        for (const input of writes.slice(elided)) assert.deepEqual(input, writes[elided])
+        assert.equal(writes[elided].file_path, script)
+        // The recall shows the call as the model wrote it, then the CLI's answer.
+        const last = results(main.at(-1)!.json).map(resultText)
+        const recalled = last.find((t) => / recall #0001 lines 1-\d+ of \d+\]\nInput: \{/.test(t))
+        assert.ok(recalled, last.map((t) => t.slice(0, 80)).join('\n'))
+        assert.ok(recalled.includes('generated line 299'), recalled.slice(0, 400))
+        assert.ok(recalled.includes(script))
+      } finally {
+        await rig.close()
+      }
+    },
+  )
+})
+
 const STAND_IN = / Elided; recall shows it\.$/
 const LINE = 'line %g of a long output'
 

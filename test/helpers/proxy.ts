@@ -20,9 +20,9 @@ export const loop = loadLoop()
 export const promptBlock = loadPromptBlock()
 
 /** `--elide` with no other flag: the settings of the proxy's own defaults. */
-export function defaultElide(): ElideSettings {
-  const parsed = parseCommandLine(['--elide'], {})
-  if (parsed.kind !== 'run') throw new Error('--elide alone did not parse')
+export function defaultElide(...more: string[]): ElideSettings {
+  const parsed = parseCommandLine(['--elide', ...more], {})
+  if (parsed.kind !== 'run') throw new Error('--elide did not parse')
   return elideSettings(parsed.config)!
 }
 
