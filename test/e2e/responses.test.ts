@@ -11,7 +11,7 @@ import {
   responsesRequests,
   scriptedResponses,
 } from '../helpers/fake-responses.js'
-import { promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { defaultElide, promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
@@ -257,6 +257,61 @@ for (const stream of [false, true]) {
     })
   })
 }
+
+describe('--elide-inputs through /v1/responses', () => {
+  test("a custom tool call's patch and a function call's script go as stand-ins, the same bytes after", async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      elide: defaultElide('--elide-inputs'),
+    })
+    try {
+      upstream.setScript(scriptedResponses([{ text: 'Next.' }, { text: 'Done.' }]))
+      const added = Array.from({ length: 300 }, (_, i) => `+generated line ${i}`).join('\n')
+      const patch = `*** Begin Patch\n*** Add File: notes.txt\n${added}\n*** End Patch\n`
+      const script = Array.from({ length: 100 }, (_, i) => `echo step ${i}`).join('\n')
+      const call = (n: number, command: string) => [
+        {
+          type: 'function_call',
+          call_id: `sh-${n}`,
+          name: 'shell',
+          arguments: JSON.stringify({ command: ['bash', '-lc', command] }),
+        },
+        { type: 'function_call_output', call_id: `sh-${n}`, output: shellOutput(2) },
+      ]
+      const input: any[] = [
+        userMessage('write notes'),
+        { type: 'custom_tool_call', call_id: 'patch-1', name: 'apply_patch', input: patch },
+        { type: 'custom_tool_call_output', call_id: 'patch-1', output: 'Success.\nA notes.txt\n' },
+        ...call(2, script),
+        ...call(3, 'ls'),
+      ]
+      const body = { model: 'm', tools, prompt_cache_key: 'elide-inputs' }
+      for (const turn of [input, [...input, ...call(4, 'pwd')]]) {
+        const result = await postResponses(proxy.url, { ...body, input: turn })
+        assert.equal(result.status, 200, result.text)
+      }
+      const [first, second] = responsesRequests(upstream.requests)
+      // The patch is the custom call's input: its stand-in is a string there too.
+      assert.deepEqual(first.input[1], {
+        ...input[1],
+        input: '[#0001] Elided; recall shows it.',
+      })
+      // A string inside the arguments' array; the short ones stay, as does a short command.
+      assert.deepEqual(JSON.parse(first.input[3].arguments), {
+        command: ['bash', '-lc', '[#0002] Elided; recall shows it.'],
+      })
+      assert.equal(first.input[5].arguments, input[5].arguments)
+      // The outputs themselves were too short for a stand-in: numbered only.
+      assert.match(first.input[2].output, /^\[#0001/)
+      assert.deepEqual(second.input.slice(0, first.input.length), first.input)
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+})
 
 describe("Codex's exec_command output through /v1/responses", () => {
   let upstream: FakeUpstream
