@@ -7,12 +7,12 @@ export function formatReport(report: ReplayReport): string {
   if (report.sessions.length !== 1) rows.push(['TOTAL', report.total])
   const { options } = report
   const mask = `tool results older than the last ${options.mask.keep} ${options.mask.unit === 'user' ? 'user turns' : 'agent steps'} cleared`
-  const { threshold, keep, horizon } = options.elide
+  const { threshold, keep, horizon, inputs } = options.elide
   const out: string[] = []
 
   out.push(
     'Each session four ways: client = as the agent sent it; proxy = as lembas-proxy sends it;',
-    `  elided = lembas-proxy --elide (--elide-threshold ${threshold}, --elide-keep ${keep}, --elide-horizon ${horizon});`,
+    `  elided = lembas-proxy --elide (--elide-threshold ${threshold}, --elide-keep ${keep}, --elide-horizon ${horizon}${inputs ? ', --elide-inputs' : ''});`,
     `  masked = ${mask}`,
     'tokens = input tokens summed over requests (gpt-tokenizer o200k_base estimate: tools + messages);',
     '  breaks = requests that repeat less than all of the previous one; kept = share of the previous',
