@@ -53,6 +53,8 @@ export interface HistoryStats {
   newSummaries?: number
   /** Tool results shown as an elided stand-in. */
   elided?: number
+  /** Calls shown with their long strings elided (`--elide-inputs`). */
+  elidedInputs?: number
   /** New results of known agent tools not answered as their profile expects (agent drift). */
   unrecognised?: Unrecognised[]
   /** The request's last new results (at most RECENT_RESULTS): the dashboard's latest ones. */
@@ -368,7 +370,11 @@ async function assemble(
     const after = (rendered: ChatMessage) =>
       summaryTable === undefined ? rendered : withTable(rendered, summaryTable)
     const key = input.keys.keys[index]
-    if (key === undefined) return after(withInputs(message, inputs.get(index)))
+    if (key === undefined) {
+      const elided = inputs.get(index)
+      if (elided) stats.elidedInputs = (stats.elidedInputs ?? 0) + elided.size
+      return after(withInputs(message, elided))
+    }
     lastToolKey = key
     const record = toolRecords.get(key)
     if (!record) throw new Error('a tool message was left without a rendering')
