@@ -46,7 +46,8 @@ const STEPS = 9
 /** A Bash command: `log N`, and with `padding` a long heredoc after it (a script written whole). */
 function command(step: number, padding: boolean): string {
   if (!padding) return `log ${step}`
-  const body = Array.from({ length: 12 }, (_, i) => `echo "step ${step} writes line ${i}"`)
+  // (`$&` and `$'` as a shell script may have them: recall must show them as written.)
+  const body = Array.from({ length: 12 }, (_, i) => `echo "step ${step} writes line ${i} $& $'"`)
   return `log ${step} && cat <<'EOF' > step${step}.sh\n${body.join('\n')}\nEOF`
 }
 
@@ -197,7 +198,7 @@ describe('--elide on every door', () => {
           last,
         )
       assert.ok(recalled, last.slice(-600))
-      assert.ok(recalled[1]!.includes('step 0 writes line 11'))
+      assert.ok(recalled[1]!.includes("step 0 writes line 11 $& $'"), recalled[1])
       assert.ok(afterBatch.length < fast[batchAt[0]! - 1]!.length)
       await sameOnRestartAndReplicas(door, fast, INPUTS, batchAt[0]!, true)
     })
