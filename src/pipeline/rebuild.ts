@@ -372,8 +372,11 @@ async function assemble(
     const key = input.keys.keys[index]
     if (key === undefined) {
       const elided = inputs.get(index)
-      if (elided) stats.elidedInputs = (stats.elidedInputs ?? 0) + elided.size
-      return after(withInputs(message, elided))
+      if (!elided) return after(message)
+      const shown = withInputs(message, elided)
+      stats.elidedInputs = (stats.elidedInputs ?? 0) + elided.size
+      carried += argumentsLength(message) - argumentsLength(shown)
+      return after(shown)
     }
     lastToolKey = key
     const record = toolRecords.get(key)
@@ -415,6 +418,11 @@ function elidedCalls(
     out.set(callAt, calls)
   }
   return out
+}
+
+/** The characters of a message's calls' arguments. */
+function argumentsLength(message: ChatMessage): number {
+  return (message.tool_calls ?? []).reduce((sum, call) => sum + call.function.arguments.length, 0)
 }
 
 /** A message with its elided calls' arguments. */

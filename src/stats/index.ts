@@ -22,7 +22,10 @@ export interface RebuildCounts {
   readonly unrecognised?: readonly { readonly tool: string; readonly expected: string }[]
   /** Where the request stopped repeating the session's previous one, and who changed it. */
   readonly cacheBreak?: CacheBreak | undefined
-  /** Over every tool message the request carries: the client's characters less those sent. */
+  /**
+   * Over every tool message the request carries: the client's characters less those sent (and,
+   * with `--elide-inputs`, over the calls whose strings a batch elided).
+   */
   readonly carriedChars?: number | undefined
   /** The prompt block and the recall tool the proxy added, in characters. */
   readonly overheadChars?: number | undefined

@@ -308,6 +308,42 @@ describe('--elide with its defaults: a batch a turn, on the fast path', () => {
   }
 })
 
+describe("--elide-inputs: what the calls' strings save counts where the results' does", () => {
+  test('chat: each request carries, over results and calls, the client less what was sent', async () => {
+    const door = DOORS.find((d) => d.name === 'chat')!
+    const lines: string[] = []
+    const log = createLogger('debug', (line) => lines.push(line))
+    const store = await createStore('memory:', { idleTtlMs: DAY })
+    const sent = await session(
+      door,
+      async (url) => {
+        const proxy = await startProxy({ upstreamUrl: url, store, elide: INPUTS, log })
+        return { url: () => proxy.url, before: async () => {}, close: () => proxy.close() }
+      },
+      true,
+    )
+    const carried = lines
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.event === 'rebuilt')
+      .map((line) => line.carriedChars as number)
+    // Up to the recall, each upstream request is the client's: its results were output(step),
+    // its calls' arguments the commands as the model wrote them.
+    for (let k = 1; k < STEPS; k++) {
+      const messages = JSON.parse(sent[k]!) as any[]
+      let expected = 0
+      let step = 0
+      for (const message of messages) {
+        if (message.role === 'tool') expected += output(step++).length - message.content.length
+        for (const call of message.tool_calls ?? [])
+          expected +=
+            JSON.stringify({ command: command(step, true) }).length - call.function.arguments.length
+      }
+      assert.equal(carried[k], expected, `request ${k + 1}`)
+    }
+    assert.ok(sent.some((history) => history.includes('Elided; recall shows it.')))
+  })
+})
+
 describe('a turn of parallel calls', () => {
   const EAGER: ElideSettings = { ...ELIDE, thresholdTokens: 1, keepResults: 1, horizon: 200 }
   const TURNS = 8
