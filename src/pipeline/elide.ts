@@ -90,23 +90,33 @@ export function liveResults(
   })
 }
 
-/** A result's call: the view message that carries it, and the call. */
+/** A result's call: the view message that carries it, its place among that message's calls. */
 export interface CallAt {
   readonly at: number
+  readonly index: number
   readonly call: ToolCall
 }
 
 /**
- * Each tool message's call (by view index): the nearest message before it with a call of its
- * id (some agents use an id again in a later turn).
+ * Each tool message's call (by view index): the first call of its id not answered yet, else the
+ * latest of that id. Some model servers give every call the same id (`call_0`, or none), even
+ * the calls of one turn: their results answer them in order.
  */
 export function callsOfResults(messages: readonly ChatMessage[]): Map<number, CallAt> {
+  const waiting = new Map<string, CallAt[]>()
   const last = new Map<string, CallAt>()
   const out = new Map<number, CallAt>()
   messages.forEach((message, at) => {
-    for (const call of message.tool_calls ?? []) last.set(call.id, { at, call })
+    message.tool_calls?.forEach((call, index) => {
+      const made = { at, index, call }
+      last.set(call.id, made)
+      const queue = waiting.get(call.id)
+      if (queue) queue.push(made)
+      else waiting.set(call.id, [made])
+    })
     if (message.role !== 'tool') return
-    const call = last.get(message.tool_call_id ?? '')
+    const id = message.tool_call_id ?? ''
+    const call = waiting.get(id)?.shift() ?? last.get(id)
     if (call) out.set(at, call)
   })
   return out

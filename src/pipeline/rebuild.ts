@@ -401,21 +401,21 @@ async function assemble(
 
 /**
  * `--elide-inputs`: the calls whose arguments go elided (by the view index of the message that
- * carries them, then call id): those of results a batch named.
+ * carries them, then their place among its calls): those of results a batch named.
  */
 function elidedCalls(
   messages: readonly ChatMessage[],
   toolKeys: readonly (string | undefined)[],
   elision: Elision,
-): Map<number, Map<string, string>> {
-  const out = new Map<number, Map<string, string>>()
+): Map<number, Map<number, string>> {
+  const out = new Map<number, Map<number, string>>()
   if (elision.inputs.size === 0) return out
-  for (const [at, { at: callAt, call }] of callsOfResults(messages)) {
+  for (const [at, call] of callsOfResults(messages)) {
     const args = elision.inputs.get(toolKeys[at] ?? '')
     if (args === undefined) continue
-    const calls = out.get(callAt) ?? new Map<string, string>()
-    calls.set(call.id, args)
-    out.set(callAt, calls)
+    const calls = out.get(call.at) ?? new Map<number, string>()
+    calls.set(call.index, args)
+    out.set(call.at, calls)
   }
   return out
 }
@@ -426,10 +426,10 @@ function argumentsLength(message: ChatMessage): number {
 }
 
 /** A message with its elided calls' arguments. */
-function withInputs(message: ChatMessage, args: ReadonlyMap<string, string> | undefined) {
+function withInputs(message: ChatMessage, args: ReadonlyMap<number, string> | undefined) {
   if (!args || !message.tool_calls) return message
-  const tool_calls = message.tool_calls.map((call) => {
-    const elided = args.get(call.id)
+  const tool_calls = message.tool_calls.map((call, index) => {
+    const elided = args.get(index)
     return elided === undefined
       ? call
       : { ...call, function: { ...call.function, arguments: elided } }

@@ -394,6 +394,56 @@ describe('a turn of parallel calls', () => {
       assert.match(door.results(sent.at(-1)!).join('\n'), /Elided; recall shows it\./)
     })
   }
+
+  test('chat, --elide-inputs: calls of one id (a model server that says call_0 each time) each keep their own', async () => {
+    const door = DOORS.find((d) => d.name === 'chat')!
+    const upstream = await startFakeUpstream()
+    let n = 0
+    upstream.setScript((request) => {
+      const step = n++
+      if (step >= 4) return door.respond(request, { text: 'Done.' }, step)
+      const calls = [0, 1].map((j) => ({
+        id: 'call_0',
+        name: 'Bash',
+        args: { command: `log ${step} ${j}`.padEnd(400, ' #') },
+      }))
+      return door.respond(request, { calls }, step)
+    })
+    const store = await createStore('memory:', { idleTtlMs: DAY })
+    const elide = { ...EAGER, inputs: INPUTS.inputs }
+    const proxy = await startProxy({ upstreamUrl: upstream.url, store, elide })
+    const client = door.client({ stream: false })
+    client.user('work')
+    try {
+      for (let turn = 0; turn <= 4; turn++) {
+        const answer = await client.send(proxy.url)
+        assert.equal(answer.status, 200, answer.raw.slice(0, 300))
+        if (answer.calls.length === 0) break
+        client.results(
+          answer.calls,
+          answer.calls.map((call) => parallel(String(call.args.command).slice(0, 7))),
+        )
+      }
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+    const last = upstream.requests.filter((r) => r.path.endsWith(door.upstreamPath)).at(-1)!
+    // Each result and the call it answers, in order: an elided call names its own result's id.
+    const calls: any[] = []
+    let elided = 0
+    for (const message of last.json.messages) {
+      calls.push(...(message.tool_calls ?? []))
+      if (message.role !== 'tool') continue
+      const command = JSON.parse(calls.shift().function.arguments).command as string
+      const id = /^\[(#[0-9a-f]{4})\] Elided/.exec(command)?.[1]
+      if (id !== undefined) {
+        elided++
+        assert.ok(message.content.startsWith(`[${id}`), `${command} / ${message.content}`)
+      } else assert.ok(message.content.includes(`${command.slice(0, 7)} line 100`), command)
+    }
+    assert.ok(elided >= 4, `${elided} calls elided`)
+  })
 })
 
 describe('when a batch pays', () => {

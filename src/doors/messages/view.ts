@@ -179,12 +179,15 @@ export function writeBack(
           : text
       copied[block] = next === undefined ? original : { ...original, content: next }
     } else if (shown !== message && message.role === 'assistant') {
-      // Calls whose long strings were elided (`--elide-inputs`): their inputs as rewritten.
-      const args = new Map((shown.tool_calls ?? []).map((c) => [c.id, c.function.arguments]))
+      // Calls whose long strings were elided (`--elide-inputs`): their inputs as rewritten. The
+      // n-th call of the view is the n-th tool_use block (ids may repeat).
+      const args = (shown.tool_calls ?? []).map((c) => c.function.arguments)
       const blocks = copyOf(at).content
       if (!Array.isArray(blocks)) return
+      let call = -1
       blocks.forEach((b: Json, k) => {
-        const rewritten = b.type === 'tool_use' ? args.get(String(b.id ?? '')) : undefined
+        if (b.type !== 'tool_use') return
+        const rewritten = args[++call]
         if (rewritten !== undefined && rewritten !== JSON.stringify(b.input ?? {}))
           blocks[k] = { ...b, input: JSON.parse(rewritten) as unknown }
       })
