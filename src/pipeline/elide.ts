@@ -1,6 +1,7 @@
 import type { ChatMessage, ToolCall } from '../wire/chat.js'
 import { contentText, isRecord } from '../wire/chat.js'
 import type { Elision } from '../session/elision.js'
+import { parseId } from '../context/index.js'
 
 /** `--elide` and its settings: when a batch of old results is replaced by stand-ins. */
 export interface ElideSettings {
@@ -120,6 +121,35 @@ export function callsOfResults(messages: readonly ChatMessage[]): Map<number, Ca
     if (call) out.set(at, call)
   })
   return out
+}
+
+/**
+ * `--elide-inputs`: the arguments each elided call goes with from now on (by its result's key),
+ * and what recall shows before its result (by the result's number): the call as written.
+ */
+export function batchInputs(
+  messages: readonly ChatMessage[],
+  toolKeys: readonly (string | undefined)[],
+  due: readonly BatchPart[],
+  elide: ElideSettings,
+) {
+  const sent = new Map<string, string>()
+  const recalled = new Map<number, string>()
+  const inputs = elide.inputs
+  if (!inputs || !due.some((r) => r.input)) return { sent, recalled }
+  const going = new Map(due.filter((r) => r.input).map((r) => [r.key, r] as const))
+  for (const [at, { call }] of callsOfResults(messages)) {
+    const part = going.get(toolKeys[at] ?? '')
+    const args = part && elidedInput(call, part.id, inputs)
+    const n = part && parseId(part.id)
+    if (!part || args === undefined || n === undefined) continue
+    sent.set(part.key, args)
+    recalled.set(
+      n,
+      inputs.recalled.replaceAll('{input}', () => call.function.arguments),
+    )
+  }
+  return { sent, recalled }
 }
 
 /** How deep in a call's arguments strings are looked for. */

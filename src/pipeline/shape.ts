@@ -4,7 +4,6 @@ import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'
 import { NO_ELISION, readElision, withBatch, writeBatch } from '../session/elision.js'
 import { keys } from '../session/records.js'
-import { parseId } from '../context/index.js'
 import { marks, signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
@@ -12,13 +11,11 @@ import type { Profile } from '../tools/index.js'
 import { contentText, type ChatMessage, type ToolDefinition } from '../wire/chat.js'
 import { piecesBytes } from './body.js'
 import {
+  batchInputs,
   breakAt,
-  callsOfResults,
   dueBatch,
-  elidedInput,
   liveResults,
   standIn,
-  type BatchPart,
   type ElideSettings,
 } from './elide.js'
 import {
@@ -172,7 +169,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
         .filter((r) => r.result)
         .map((r) => [r.key, standIn(contentText(rendered.get(r.key)?.content), elide)]),
     )
-    const inputs = elidedInputs(view, tools.keys, due, elide)
+    const inputs = batchInputs(view.messages, tools.keys, due, elide)
     const ours = {
       at: count,
       texts,
@@ -266,35 +263,6 @@ async function upstreamItems(
       })
     },
   }
-}
-
-/**
- * `--elide-inputs`: the arguments each elided call goes with from now on (by its result's key),
- * and what recall shows before its result (by the result's number): the call as written.
- */
-function elidedInputs(
-  view: View,
-  toolKeys: readonly (string | undefined)[],
-  due: readonly BatchPart[],
-  elide: ElideSettings,
-) {
-  const sent = new Map<string, string>()
-  const recalled = new Map<number, string>()
-  const inputs = elide.inputs
-  if (!inputs || !due.some((r) => r.input)) return { sent, recalled }
-  const going = new Map(due.filter((r) => r.input).map((r) => [r.key, r] as const))
-  for (const [at, { call }] of callsOfResults(view.messages)) {
-    const part = going.get(toolKeys[at] ?? '')
-    const args = part && elidedInput(call, part.id, inputs)
-    const n = part && parseId(part.id)
-    if (!part || args === undefined || n === undefined) continue
-    sent.set(part.key, args)
-    recalled.set(
-      n,
-      inputs.recalled.replaceAll('{input}', () => call.function.arguments),
-    )
-  }
-  return { sent, recalled }
 }
 
 /**
