@@ -7,6 +7,7 @@ import type { Store } from '../../src/store/store.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { TestAgent } from '../helpers/agent.js'
 import {
+  chatCompletion,
   startFakeUpstream,
   type FakeUpstream,
   type RecordedRequest,
@@ -18,7 +19,7 @@ import {
   type Say,
   toolTexts,
 } from '../helpers/model.js'
-import { chatWithResults, postChat, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { chatWithResults, postChat, postTo, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { makeProject, sha8 } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
@@ -421,4 +422,118 @@ describe('rewinds, forks and pruned results', () => {
       /^\[#0003 \S+ lines 1-3 of 3 sha \w+\] Unchanged since #0002, which already shows lines 1-3\.$/,
     )
   })
+})
+
+test("an agent's own summary message (opencode's answer to its question) gets the table on the Messages door as on the chat door", async () => {
+  const upstream = await startFakeUpstream((request) =>
+    request.path.endsWith('/messages')
+      ? {
+          json: {
+            id: 'msg_1',
+            type: 'message',
+            role: 'assistant',
+            model: 'm',
+            content: [{ type: 'text', text: 'ok' }],
+            stop_reason: 'end_turn',
+            usage: { input_tokens: 1, output_tokens: 1 },
+          },
+        }
+      : { json: chatCompletion({ content: 'ok' }) },
+  )
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store: await createStore('memory:', { idleTtlMs: DAY }),
+  })
+  // opencode's read tool and its answer (blind: the path as given, no sha).
+  const names = ['read', 'bash', 'edit', 'write', 'glob', 'grep']
+  const file =
+    '<file>\n00001| const a = 1\n00002| const b = 2\n\n(End of file - total 2 lines)\n</file>'
+  const question = 'What did we do so far?'
+  const summary = 'We read a.ts.'
+  try {
+    // The Messages door: the summary as a text block, and as a string.
+    const messagesBody = (messages: unknown[]) => ({
+      model: 'm',
+      max_tokens: 10,
+      system: 'You are opencode.',
+      tools: names.map((name) => ({ name, input_schema: { type: 'object' } })),
+      messages,
+    })
+    for (const [session, said] of [
+      ['blocks', [{ type: 'text', text: summary }]],
+      ['string', summary],
+    ] as const) {
+      const headers = { 'x-session-id': `opencode-${session}`, 'anthropic-version': '2023-06-01' }
+      await postTo(
+        proxy.url + '/v1/messages',
+        messagesBody([
+          { role: 'user', content: 'read a.ts' },
+          {
+            role: 'assistant',
+            content: [{ type: 'tool_use', id: 't1', name: 'read', input: { filePath: '/p/a.ts' } }],
+          },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: file }] },
+        ]),
+        headers,
+      )
+      await postTo(
+        proxy.url + '/v1/messages',
+        messagesBody([
+          { role: 'user', content: question },
+          { role: 'assistant', content: said },
+          { role: 'user', content: 'go on' },
+        ]),
+        headers,
+      )
+    }
+    // The chat door, the same session.
+    const chatTools = names.map((name) => ({
+      type: 'function',
+      function: { name, parameters: { type: 'object' } },
+    }))
+    const chat = (messages: unknown[]) =>
+      postChat(
+        proxy.url,
+        { model: 'm', tools: chatTools, messages },
+        { 'x-session-id': 'opencode-chat' },
+      )
+    await chat([
+      { role: 'system', content: 'You are opencode.' },
+      { role: 'user', content: 'read a.ts' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 't1',
+            type: 'function',
+            function: { name: 'read', arguments: '{"filePath":"/p/a.ts"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 't1', content: file },
+    ])
+    await chat([
+      { role: 'system', content: 'You are opencode.' },
+      { role: 'user', content: question },
+      { role: 'assistant', content: summary },
+      { role: 'user', content: 'go on' },
+    ])
+    const sent = upstream.requests.map((r) => r.json)
+    const chatSummary: string = sent[5].messages[2].content
+    assert.ok(
+      chatSummary.startsWith(summary + '\n\n## Files read before this summary'),
+      chatSummary,
+    )
+    const table = chatSummary.slice(summary.length + 2)
+    assert.ok(table.includes('| /p/a.ts | 1-2 of 2 |'), table)
+    assert.deepEqual(sent[1].messages[1].content, [
+      { type: 'text', text: summary },
+      { type: 'text', text: table },
+    ])
+    assert.equal(sent[3].messages[1].content, `${summary}\n\n${table}`)
+  } finally {
+    await proxy.close()
+    await upstream.close()
+  }
 })

@@ -2,6 +2,7 @@ import {
   contentText,
   isRecord,
   withText,
+  withTextAfter,
   type ChatMessage,
   type ContentPart,
   type MessageContent,
@@ -179,22 +180,37 @@ export function writeBack(
           : text
       copied[block] = next === undefined ? original : { ...original, content: next }
     } else if (shown !== message && message.role === 'assistant') {
+      const copy = copyOf(at)
       // Calls whose long strings were elided (`--elide-inputs`): their inputs as rewritten. The
       // n-th call of the view is the n-th tool_use block (ids may repeat).
       const args = (shown.tool_calls ?? []).map((c) => c.function.arguments)
-      const blocks = copyOf(at).content
-      if (!Array.isArray(blocks)) return
+      const blocks = copy.content
       let call = -1
-      blocks.forEach((b: Json, k) => {
-        if (b.type !== 'tool_use') return
-        const rewritten = args[++call]
-        if (rewritten !== undefined && rewritten !== JSON.stringify(b.input ?? {}))
-          blocks[k] = { ...b, input: JSON.parse(rewritten) as unknown }
-      })
+      if (Array.isArray(blocks))
+        blocks.forEach((b: Json, k) => {
+          if (b.type !== 'tool_use') return
+          const rewritten = args[++call]
+          if (rewritten !== undefined && rewritten !== JSON.stringify(b.input ?? {}))
+            blocks[k] = { ...b, input: JSON.parse(rewritten) as unknown }
+        })
+      // A summary the agent sends as its own message (opencode's, after its question) gets the
+      // table of files read before it: a text block after its blocks, or after its text.
+      const table = appended(contentText(message.content), contentText(shown.content))
+      if (table !== undefined)
+        copy.content = Array.isArray(blocks)
+          ? [...(blocks as Json[]), { type: 'text', text: table }]
+          : withTextAfter(blocks, table)
     } else if (shown !== message) {
       // A summary that carries the table of files read before it.
       copyOf(at).content = shown.content
     }
   })
   return out
+}
+
+/** What the rebuild appended to a message's text (after a blank line), if anything. */
+function appended(before: string, after: string): string | undefined {
+  if (after === before) return undefined
+  if (before === '') return after
+  return after.startsWith(before + '\n\n') ? after.slice(before.length + 2) : undefined
 }
