@@ -537,3 +537,76 @@ test("an agent's own summary message (opencode's answer to its question) gets th
     await upstream.close()
   }
 })
+
+test('a summary that shares its Messages item with a tool result: the result stays, the table follows the summary', async () => {
+  const upstream = await startFakeUpstream(() => ({
+    json: {
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: 'm',
+      content: [{ type: 'text', text: 'ok' }],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 1, output_tokens: 1 },
+    },
+  }))
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store: await createStore('memory:', { idleTtlMs: DAY }),
+  })
+  const body = (messages: unknown[]) => ({
+    model: 'm',
+    max_tokens: 10,
+    system: 'sys',
+    tools: ['Read', 'Bash'].map((name) => ({ name, input_schema: { type: 'object' } })),
+    messages,
+  })
+  const headers = { 'x-session-id': 'shared-item', 'anthropic-version': '2023-06-01' }
+  const call = (id: string, name: string, input: object) => ({
+    role: 'assistant',
+    content: [{ type: 'tool_use', id, name, input }],
+  })
+  try {
+    await postTo(
+      proxy.url + '/v1/messages',
+      body([
+        { role: 'user', content: 'read' },
+        call('t1', 'Read', { file_path: '/p/a.ts' }),
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 't1', content: '     1\tconst a = 1\n' }],
+        },
+      ]),
+      headers,
+    )
+    // The client marks the text after the new result as its summary (message 3 of the view).
+    const answer = await postTo(
+      proxy.url + '/v1/messages',
+      body([
+        { role: 'user', content: 'read' },
+        call('t2', 'Bash', { command: 'ls' }),
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't2', content: 'a.ts' },
+            { type: 'text', text: 'Summary: we read a.ts' },
+          ],
+        },
+      ]),
+      { ...headers, 'x-lembas-compaction': '3' },
+    )
+    assert.equal(answer.status, 200, answer.text)
+    const [result, summary, table] = upstream.requests.at(-1)!.json.messages[2].content
+    assert.equal(result.type, 'tool_result')
+    assert.equal(result.tool_use_id, 't2')
+    assert.match(result.content, /^\[#0002\]\na\.ts$/)
+    assert.deepEqual(summary, { type: 'text', text: 'Summary: we read a.ts' })
+    assert.match(
+      table.text,
+      /^## Files read before this summary\n[\s\S]*\| \/p\/a\.ts \| 1-1 \| +\| #0001 \|/,
+    )
+  } finally {
+    await proxy.close()
+    await upstream.close()
+  }
+})

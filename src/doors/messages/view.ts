@@ -201,8 +201,14 @@ export function writeBack(
           ? [...(blocks as Json[]), { type: 'text', text: table }]
           : withTextAfter(blocks, table)
     } else if (shown !== message) {
-      // A summary that carries the table of files read before it.
-      copyOf(at).content = shown.content
+      // A summary that carries the table of files read before it. Where it shares its item
+      // with tool results (the view split them apart), its new parts go after the item's blocks.
+      const copy = copyOf(at)
+      const shared = view.messages[i - 1]?.role === 'tool' && view.origins[i - 1] === at
+      copy.content =
+        shared && Array.isArray(message.content) && Array.isArray(shown.content)
+          ? [...(copy.content as Json[]), ...shown.content.slice(message.content.length)]
+          : shown.content
     }
   })
   return out
