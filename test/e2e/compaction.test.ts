@@ -6,6 +6,7 @@ import { createStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
 import { createWorkspace } from '../../src/workspace/index.js'
 import { TestAgent } from '../helpers/agent.js'
+import { anthropicMessage } from '../helpers/fake-anthropic.js'
 import {
   chatCompletion,
   startFakeUpstream,
@@ -427,17 +428,7 @@ describe('rewinds, forks and pruned results', () => {
 test("an agent's own summary message (opencode's answer to its question) gets the table on the Messages door as on the chat door", async () => {
   const upstream = await startFakeUpstream((request) =>
     request.path.endsWith('/messages')
-      ? {
-          json: {
-            id: 'msg_1',
-            type: 'message',
-            role: 'assistant',
-            model: 'm',
-            content: [{ type: 'text', text: 'ok' }],
-            stop_reason: 'end_turn',
-            usage: { input_tokens: 1, output_tokens: 1 },
-          },
-        }
+      ? { json: anthropicMessage([{ type: 'text', text: 'ok' }]) }
       : { json: chatCompletion({ content: 'ok' }) },
   )
   const proxy = await startProxy({
@@ -540,15 +531,7 @@ test("an agent's own summary message (opencode's answer to its question) gets th
 
 test('a summary that shares its Messages item with a tool result: the result stays, the table follows the summary', async () => {
   const upstream = await startFakeUpstream(() => ({
-    json: {
-      id: 'msg_1',
-      type: 'message',
-      role: 'assistant',
-      model: 'm',
-      content: [{ type: 'text', text: 'ok' }],
-      stop_reason: 'end_turn',
-      usage: { input_tokens: 1, output_tokens: 1 },
-    },
+    json: anthropicMessage([{ type: 'text', text: 'ok' }]),
   }))
   const proxy = await startProxy({
     upstreamUrl: upstream.url,
