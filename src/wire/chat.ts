@@ -112,6 +112,13 @@ export function withTextAfter(content: unknown, text: string): string | ContentP
   return typeof content === 'string' && content !== '' ? content + '\n\n' + text : text
 }
 
+/** What withTextAfter added to a text (`before` as it was, `after` as it is), if anything. */
+export function appendedText(before: string, after: string): string | undefined {
+  if (after === before) return undefined
+  if (before === '') return after
+  return after.startsWith(before + '\n\n') ? after.slice(before.length + 2) : undefined
+}
+
 /**
  * Content with its text replaced: a string stays a string; parts keep their first text part's
  * fields (with the new text) and every non-text part, in order.

@@ -1,4 +1,5 @@
 import {
+  appendedText,
   contentText,
   isRecord,
   withText,
@@ -195,7 +196,7 @@ export function writeBack(
         })
       // A summary the agent sends as its own message (opencode's, after its question) gets the
       // table of files read before it: a text block after its blocks, or after its text.
-      const table = appended(contentText(message.content), contentText(shown.content))
+      const table = appendedText(contentText(message.content), contentText(shown.content))
       if (table !== undefined)
         copy.content = Array.isArray(blocks)
           ? [...(blocks as Json[]), { type: 'text', text: table }]
@@ -212,11 +213,4 @@ export function writeBack(
     }
   })
   return out
-}
-
-/** What the rebuild appended to a message's text (after a blank line), if anything. */
-function appended(before: string, after: string): string | undefined {
-  if (after === before) return undefined
-  if (before === '') return after
-  return after.startsWith(before + '\n\n') ? after.slice(before.length + 2) : undefined
 }

@@ -1,5 +1,5 @@
 import { shortHash } from '../../session/identity.js'
-import { isRecord, type ChatMessage, type ToolDefinition } from '../../wire/chat.js'
+import { appendedText, isRecord, type ChatMessage, type ToolDefinition } from '../../wire/chat.js'
 import type { Json, View } from '../../pipeline/door.js'
 
 /**
@@ -100,10 +100,11 @@ export function writeBack(
       return
     }
     // A summary (Codex's compaction) gets the table of files read before it.
-    const before = String(message.content ?? '')
-    const after = typeof shown.content === 'string' ? shown.content : ''
-    if (!after.startsWith(before + '\n\n')) return
-    const table = after.slice(before.length + 2)
+    const table = appendedText(
+      String(message.content ?? ''),
+      typeof shown.content === 'string' ? shown.content : '',
+    )
+    if (table === undefined) return
     out[at] =
       message.role === 'compaction'
         ? [item, { type: 'message', role: 'user', content: [{ type: 'input_text', text: table }] }]
