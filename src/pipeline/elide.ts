@@ -1,5 +1,6 @@
 import type { ChatMessage, ToolCall } from '../wire/chat.js'
-import { contentText, isRecord } from '../wire/chat.js'
+import { contentText } from '../wire/chat.js'
+import { parseArguments } from '../tools/classify.js'
 import type { Elision } from '../session/elision.js'
 import { parseId } from '../context/index.js'
 
@@ -163,13 +164,8 @@ const INPUT_DEPTH = 8
 export function elidedInput(call: ToolCall, id: string, inputs: InputElision): string | undefined {
   const original = call.function.arguments
   if (original.length < inputs.minChars || id === '') return undefined
-  let value: unknown
-  try {
-    value = JSON.parse(original)
-  } catch {
-    return undefined
-  }
-  if (!isRecord(value)) return undefined
+  const value = parseArguments(original)
+  if (!value) return undefined
   const text = inputs.standIn.replaceAll('{id}', () => id)
   let changed = false
   const walk = (node: unknown, depth: number): unknown => {
@@ -224,7 +220,7 @@ export function dueBatch(
   for (let j = old.length - 1; j >= 0; j--) {
     const part = old[j]!
     savedChars += (part.result ? part.chars - part.standInChars : 0) + (part.input?.saved ?? 0)
-    first = Math.min(first, breakAt(part))
+    first = Math.min(first, partStart(part).offset)
     const saved = savedChars / CHARS_PER_TOKEN
     const after = (newestTurn - first) / CHARS_PER_TOKEN - saved
     const gain = saved * (1 - settings.cachedDiscount) * horizon
@@ -235,8 +231,8 @@ export function dueBatch(
 }
 
 /** Where eliding a part first changes the upstream bytes: its call's item, else its own. */
-export function breakAt(part: BatchPart): number {
-  return Math.min(part.offset, part.input?.offset ?? Infinity)
+export function partStart(part: Live): { readonly item: number; readonly offset: number } {
+  return part.input && part.input.offset < part.offset ? part.input : part
 }
 
 /**

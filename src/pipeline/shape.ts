@@ -12,9 +12,9 @@ import { contentText, type ChatMessage, type ToolDefinition } from '../wire/chat
 import { piecesBytes } from './body.js'
 import {
   batchInputs,
-  breakAt,
   dueBatch,
   liveResults,
+  partStart,
   standIn,
   type ElideSettings,
 } from './elide.js'
@@ -159,8 +159,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
       : undefined
   // A batch that reaches into the remembered items rewrites bytes this request did not parse:
   // the full path decides it.
-  if (due && start && due.some((r) => Math.min(r.item, r.input?.item ?? r.item) < base))
-    return undefined
+  if (due && start && due.some((r) => partStart(r).item < base)) return undefined
   let batchAt: Shaped['batchAt']
   if (due && session.scope !== undefined && elide) {
     const rendered = new Map(tools.keys.map((key, i) => [key, rebuilt.messages[i]!] as const))
@@ -182,9 +181,8 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
     live = liveNow()
     // Its first result (or call) is where the upstream bytes first differ from the previous request's.
-    const first = due.reduce((a, b) => (breakAt(b) < breakAt(a) ? b : a))
-    const item = first.input && first.input.offset < first.offset ? first.input.item : first.item
-    batchAt = { item, raw: items[item - base], at: breakAt(first) }
+    const first = due.map(partStart).reduce((a, b) => (b.offset < a.offset ? b : a))
+    batchAt = { item: first.item, raw: items[first.item - base], at: first.offset }
   }
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
   const place = { index: count, previous: answers.last }
@@ -337,14 +335,15 @@ function newestResultsAt(view: View, count: number): number {
  * results follow them.
  */
 function newestCallsAt(view: View, count: number): number {
+  if (newestResultsAt(view, count) === count) return count
   const messages = view.messages
-  let i = messages.length - 1
-  let results = false
-  for (; i >= 0 && messages[i]!.role !== 'assistant'; i--)
-    if (messages[i]!.role === 'tool') results = true
-  if (!results) return count
   let at = count
-  for (; i >= 0 && messages[i]!.role === 'assistant'; i--) at = view.origins[i]!
+  for (
+    let i = messages.findLastIndex((m) => m.role === 'assistant');
+    messages[i]?.role === 'assistant';
+    i--
+  )
+    at = view.origins[i]!
   return at
 }
 

@@ -191,9 +191,7 @@ export async function replay(
   const counter = new TokenCounter()
   const readActions = actionReader(loop.context)
   const countStandIns = standInCounter(elide.standIn)
-  const countInputStandIns = inputStandInCounter(
-    elide.inputs?.standIn ?? loop.proxy.elide.input_stand_in,
-  )
+  const countInputStandIns = inputStandInCounter(loop.proxy.elide.input_stand_in)
   const sessions = new Map<string, SessionState>()
   const skipped: SkippedLine[] = []
   try {

@@ -272,7 +272,8 @@ function firstString(args: Record<string, unknown>, names: readonly string[]): s
   return undefined
 }
 
-function parseArguments(json: string): Record<string, unknown> | undefined {
+/** A call's arguments as an object; undefined when they are not a JSON object. */
+export function parseArguments(json: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(json === '' ? '{}' : json)
     return typeof value === 'object' && value !== null && !Array.isArray(value)
