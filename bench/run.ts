@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
-import { Pool, type Dispatcher } from 'undici'
+import { Client, Pool, type Dispatcher } from 'undici'
 import {
   cpuMsOf,
   freePort,
@@ -585,7 +585,12 @@ async function loadRun(
   steps: number,
 ) {
   const target = server.target
-  const dispatcher = new Pool(target.url, { connections: concurrency, pipelining: 1 })
+  // One connection per worker, as an agent sends a session's requests on its own connection:
+  // with `--workers` a session then stays on the worker its connection went to, as it would.
+  const clients = Array.from(
+    { length: concurrency },
+    () => new Client(target.url, { keepAliveTimeout: 60_000, pipelining: 1 }),
+  )
   const latencies: number[] = []
   let errors = 0
   let bytesSent = 0
@@ -604,7 +609,7 @@ async function loadRun(
     }
   }
   await Promise.all(
-    Array.from({ length: concurrency }, async (_, w) => {
+    clients.map(async (dispatcher, w) => {
       if (source.bodies) {
         const bodies = source.bodies
         let i = (w * 7919) % bodies.length
@@ -635,7 +640,7 @@ async function loadRun(
   const seconds = (performance.now() - started) / 1000
   const cpuAfter = cpuMsOf(target.pid!)
   const self = process.cpuUsage(selfBefore)
-  await dispatcher.close()
+  await Promise.all(clients.map((client) => client.close()))
   const n = latencies.length
   return {
     requests: n,

@@ -11,6 +11,9 @@ const RESTART_MS = 1000
 /** On stop, workers finish what they serve for at most this long. */
 const STOP_MS = 10_000
 
+/** /stats waits at most this long for a busy or stuck worker's last batch of requests. */
+const FLUSH_MS = 1000
+
 export interface PrimaryOptions {
   readonly workers: number
   /** Every worker's figures, in one collector (and kept over a restart by the caller). */
@@ -46,14 +49,45 @@ export function runPrimary(options: PrimaryOptions): void {
   const answer = (worker: Worker, message: PrimaryMessage) => {
     if (worker.isConnected()) worker.send(message)
   }
+  /** Each flush under way: the workers it still waits for, and how it ends. */
+  const flushes = new Map<number, { left: Set<number>; end: () => void }>()
+  let nextFlush = 1
+  /** Every worker's finished requests in, before figures are read (each worker batches them). */
+  const flushAll = () =>
+    new Promise<void>((resolve) => {
+      const id = nextFlush++
+      const workers = Object.values(cluster.workers ?? {}).filter(
+        (w): w is Worker => !!w && w.isConnected(),
+      )
+      const left = new Set(workers.map((w) => w.id))
+      const timer = setTimeout(() => end(), FLUSH_MS)
+      const end = () => {
+        clearTimeout(timer)
+        flushes.delete(id)
+        resolve()
+      }
+      flushes.set(id, { left, end })
+      for (const worker of workers) answer(worker, { lembas: 'flush', id })
+      if (left.size === 0) end()
+    })
+  const flushedBy = (workerId: number, id?: number) => {
+    for (const [flushId, flush] of flushes) {
+      if (id !== undefined && flushId !== id) continue
+      flush.left.delete(workerId)
+      if (flush.left.size === 0) flush.end()
+    }
+  }
   const onMessage = async (worker: Worker, message: WorkerMessage) => {
     switch (message.lembas) {
       case 'listening':
         if (!announced) process.stdout.write(options.banner(message.host, message.port))
         announced = true
         return
-      case 'request':
-        return stats.recordRequest(message.request)
+      case 'requests':
+        for (const request of message.requests) stats.recordRequest(request)
+        return
+      case 'flushed':
+        return flushedBy(worker.id, message.id)
       case 'store':
         for (const [operation, ms, ok] of message.calls) stats.recordStore(operation, ms, ok)
         return
@@ -74,6 +108,7 @@ export function runPrimary(options: PrimaryOptions): void {
         return
       case 'ask':
         try {
+          await flushAll()
           const value = message.what === 'read' ? await stats.read() : await stats.metrics()
           answer(worker, { lembas: 'answer', id: message.id, value })
         } catch (error) {
@@ -93,6 +128,7 @@ export function runPrimary(options: PrimaryOptions): void {
   }
   cluster.on('exit', (worker, code, signal) => {
     gauges.delete(worker.id)
+    flushedBy(worker.id)
     const slot = slots.get(worker.id)!
     slots.delete(worker.id)
     if (stopping) return

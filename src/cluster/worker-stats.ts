@@ -2,6 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import {
   NO_COLD_BODIES,
   type ColdBodies,
+  type FinishedRequest,
   type StatsSink,
   type StatsSnapshot,
 } from '../stats/index.js'
@@ -13,6 +14,14 @@ const REPORT_MS = 1000
 
 /** How long a worker waits for the primary to answer /stats or /metrics. */
 const ASK_TIMEOUT_MS = 5000
+
+/**
+ * Finished requests go to the primary in batches: at most this long after the first of a batch
+ * finished, or once this many wait. /stats and /metrics never miss one: the primary asks every
+ * worker for what it holds before it answers.
+ */
+const BATCH_MS = 100
+const BATCH_REQUESTS = 256
 
 /**
  * A worker's stats (`--workers`): each finished request goes to the primary, which keeps the
@@ -29,9 +38,23 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   let nextId = 1
   const delay = monitorEventLoopDelay({ resolution: 10 })
   delay.enable()
+  let finished: FinishedRequest[] = []
+  let batchTimer: NodeJS.Timeout | undefined
+  const sendFinished = () => {
+    clearTimeout(batchTimer)
+    batchTimer = undefined
+    if (finished.length === 0) return
+    send({ lembas: 'requests', requests: finished })
+    finished = []
+  }
 
   const onMessage = (message: unknown) => {
     if (!isPrimaryMessage(message)) return
+    if (message.lembas === 'flush') {
+      sendFinished()
+      send({ lembas: 'flushed', id: message.id })
+      return
+    }
     const pending = waiting.get(message.id)
     if (!pending) return
     waiting.delete(message.id)
@@ -41,6 +64,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   process.on('message', onMessage)
 
   const report = () => {
+    sendFinished()
     if (storeCalls.length > 0) send({ lembas: 'store', calls: storeCalls })
     storeCalls = []
     const sizes = Object.fromEntries([...caches].map(([name, size]) => [name, size()]))
@@ -72,7 +96,12 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
 
   return {
     recordRequest(request) {
-      send({ lembas: 'request', request })
+      finished.push(request)
+      if (finished.length >= BATCH_REQUESTS) sendFinished()
+      else if (!batchTimer) {
+        batchTimer = setTimeout(sendFinished, BATCH_MS)
+        batchTimer.unref()
+      }
     },
     recordStore(operation, ms, ok) {
       storeCalls.push([operation, ms, ok])
