@@ -52,6 +52,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
     if (!isPrimaryMessage(message)) return
     if (message.lembas === 'flush') {
       sendFinished()
+      sendStoreCalls()
       send({ lembas: 'flushed', id: message.id })
       return
     }
@@ -63,10 +64,13 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   }
   process.on('message', onMessage)
 
-  const report = () => {
-    sendFinished()
+  const sendStoreCalls = () => {
     if (storeCalls.length > 0) send({ lembas: 'store', calls: storeCalls })
     storeCalls = []
+  }
+  const report = () => {
+    sendFinished()
+    sendStoreCalls()
     const sizes = Object.fromEntries([...caches].map(([name, size]) => [name, size()]))
     send({ lembas: 'gauges', caches: sizes, coldBodies: coldBodies(), loopBlock: delay.max / 1e9 })
     delay.reset()
