@@ -47,7 +47,6 @@ function commandOf(pid: number): string {
   }
 }
 
-/** The processes a process started. */
 /** A signal to a process that may have exited already (the primary's own signal can be faster). */
 function signalIfThere(pid: number, signal: NodeJS.Signals): void {
   try {
