@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { Redis } from 'ioredis'
-import { Client, Pool, type Dispatcher } from 'undici'
+import { Client, Pool, request, type Dispatcher } from 'undici'
 import {
   cpuMsOf,
   freePort,
@@ -705,11 +705,18 @@ async function throughputPhase(
       const coldBefore = source.pool?.cold ?? 0
       env.label = `tp-${c}`
       const peaks = beginPeaks([server])
+      const waitsBefore = source.pool && (await lockWaits(t.url))
       const run = await loadRun(server, c, env.opts.durationMs, source, size.sessionSteps)
       const row: any = { ...run, peakRss: endPeaks([server], peaks)[t.name] }
       if (source.pool) {
         row.coldSessions = source.pool.cold - coldBefore
         row.lembas = lembasStats([server], `tp-${c}`)[t.name]
+        const waitsAfter = await lockWaits(t.url)
+        if (waitsBefore && waitsAfter)
+          row.lockWaits = {
+            count: waitsAfter.count - waitsBefore.count,
+            seconds: round(waitsAfter.seconds - waitsBefore.seconds, 4),
+          }
       }
       results[c][t.name] = row
       rpsHint.set(t.name, Math.max(rpsHint.get(t.name) ?? 0, run.rps))
@@ -847,6 +854,24 @@ function logMark(env: Env, servers: Server[]): (count: number) => Promise<void> 
     const behind = () =>
       servers.some((s) => s.target.stateful && s.events.length < before.get(s)! + count)
     while (behind() && performance.now() < deadline) await sleep(1)
+  }
+}
+
+/**
+ * SQLite writes that found the file locked by another process (`--workers`, replicas on one
+ * file) and waited, from lembas's /metrics; undefined where it has none (Redis).
+ */
+async function lockWaits(url: string): Promise<{ count: number; seconds: number } | undefined> {
+  const response = await request(url + '/metrics')
+  const text = await response.body.text()
+  const figure = (name: string) =>
+    [...text.matchAll(new RegExp(`^${name}\\{operation="lock_wait",ok="[a-z]+"\\} (\\S+)$`, 'gm'))]
+      .map((m) => Number(m[1]))
+      .reduce((a, b) => a + b, 0)
+  if (!text.includes('operation="lock_wait"')) return { count: 0, seconds: 0 }
+  return {
+    count: figure('lembas_store_duration_seconds_count'),
+    seconds: figure('lembas_store_duration_seconds_sum'),
   }
 }
 
@@ -1059,6 +1084,16 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
         ])
       }
     }
+    const waits = Object.entries(results.throughput as Record<string, any>).flatMap(
+      ([c, byTarget]) =>
+        Object.entries(byTarget as Record<string, any>)
+          .filter(([name, r]) => r.lockWaits && name !== 'lembas-redis')
+          .map(([name, r]) => {
+            const { count, seconds } = r.lockWaits
+            const each = count > 0 ? `, ${round((seconds * 1000) / count, 2)} ms each` : ''
+            return `c=${c} ${name} ${round(count / r.requests, 3)} a request${each}`
+          }),
+    )
     out.push(
       table(
         [
@@ -1075,6 +1110,8 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
         rows,
       ),
     )
+    if (waits.length > 0)
+      out.push(`SQLite lock waits (a write finding another process's lock): ${waits.join('; ')}`)
   }
   if (results.peakRss) {
     out.push('', 'Peak RSS of each server over the whole run (VmHWM)')
