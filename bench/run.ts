@@ -53,7 +53,18 @@ import {
 } from './doors.js'
 
 const REPO = fileURLToPath(new URL('..', import.meta.url))
-const PROXIES = ['floor', 'lembas-sqlite', 'lembas-redis', 'lembas-workers', 'portkey'] as const
+const PROXIES = [
+  'floor',
+  'lembas-sqlite',
+  'lembas-redis',
+  'lembas-workers',
+  'lembas-workers-redis',
+  'portkey',
+] as const
+/** lembas with `--workers`: run only when asked for, as they need free cores to mean anything. */
+const WORKERS = (name: string) => name.startsWith('lembas-workers')
+/** lembas on Redis (the others run on a SQLite file). */
+const ON_REDIS = (name: string) => name === 'lembas-redis' || name === 'lembas-workers-redis'
 const PHASES = [
   'latency',
   'stream',
@@ -71,7 +82,7 @@ const LEMBAS = (name: string) => name.startsWith('lembas-')
 const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run bench -- [options])
 
   --only LIST          proxies to run besides direct: ${PROXIES.join(',')} (default: all
-                       but lembas-workers)
+                       but lembas-workers and lembas-workers-redis)
   --sizes LIST         body sizes: ${Object.keys(SIZES).join(',')} (default: all; the doors
                        phases: 10kb,1mb unless --sizes is given)
   --phases LIST        ${PHASES.join(',')} (default: all)
@@ -89,8 +100,9 @@ const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run ben
   --seed N             workload seed (default 20261202)
   --no-pin             do not pin servers to cores with taskset
   --lembas-dist        run lembas from dist/src/cli.js (npm run build first) instead of tsx
-  --lembas-workers N   lembas-workers' --workers (default 2); it runs on SQLite, unpinned:
-                       its workers use every core (with the client and the fake upstream)
+  --lembas-workers N   --workers of lembas-workers (on SQLite) and lembas-workers-redis
+                       (default 2); unpinned: their workers use every core (with the client
+                       and the fake upstream)
   --log-level LEVEL    lembas's --log-level (default: its own default, info)
   --lembas-env N=V     an environment variable for the lembas processes only (repeatable), e.g.
                        MALLOC_MMAP_THRESHOLD_=131072
@@ -146,9 +158,8 @@ function options() {
     return n
   }
   return {
-    // lembas-workers only when asked for: it needs free cores to mean anything.
     proxies: list(
-      values.only ?? PROXIES.filter((name) => name !== 'lembas-workers').join(','),
+      values.only ?? PROXIES.filter((name) => !WORKERS(name)).join(','),
       PROXIES,
       'only',
     ),
@@ -284,12 +295,11 @@ async function startProxy(env: Env, name: string, tag = ''): Promise<Server> {
       'x-portkey-custom-host': env.fakeUrl + '/v1',
     }
   } else {
-    const store =
-      name === 'lembas-redis' ? env.redis!.url : `sqlite:${join(env.tmp, `store${tag}.db`)}`
+    const store = ON_REDIS(name) ? env.redis!.url : `sqlite:${join(env.tmp, `store${tag}.db`)}`
     const entry = env.opts.lembasDist ? ['dist/src/cli.js'] : [...tsx, 'src/cli.ts']
     const args = [...entry, '--host', '127.0.0.1', '--port', '0']
     args.push('--upstream', env.fakeUrl + '/v1', '--store', store)
-    const workers = name === 'lembas-workers'
+    const workers = WORKERS(name)
     if (workers) args.push('--workers', String(env.opts.lembasWorkers))
     if (env.opts.logLevel) args.push('--log-level', env.opts.logLevel)
     child = await spawnChild({
@@ -1087,7 +1097,7 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
     const waits = Object.entries(results.throughput as Record<string, any>).flatMap(
       ([c, byTarget]) =>
         Object.entries(byTarget as Record<string, any>)
-          .filter(([name, r]) => r.lockWaits && name !== 'lembas-redis')
+          .filter(([name, r]) => r.lockWaits && !ON_REDIS(name))
           .map(([name, r]) => {
             const { count, seconds } = r.lockWaits
             const each = count > 0 ? `, ${round((seconds * 1000) / count, 2)} ms each` : ''
@@ -1309,7 +1319,7 @@ async function main(): Promise<void> {
   try {
     env.fake = await startFake(env)
     env.fakeUrl = env.fake.url
-    if (opts.proxies.includes('lembas-redis')) env.redis = await startRedis(env)
+    if (opts.proxies.some(ON_REDIS)) env.redis = await startRedis(env)
     const direct: Server = {
       target: { name: 'direct', url: env.fakeUrl, headers: {}, stateful: false, pid: env.fake.pid },
       events: [],
