@@ -7,9 +7,9 @@ import type { ColdBodies, FinishedRequest } from '../stats/index.js'
  */
 export type WorkerMessage =
   | { readonly lembas: 'listening'; readonly host: string; readonly port: number }
-  /** Requests finished since the last batch: one message for many (a message each cost a request ~0.1 ms of CPU). */
+  /** Requests finished since the last batch (one message each cost a request ~0.1 ms of CPU). */
   | { readonly lembas: 'requests'; readonly requests: readonly FinishedRequest[] }
-  /** What the worker held when the primary's `flush` came (requests, store timings) went before this. */
+  /** Sent after what the worker held when `flush` came (requests, store timings). */
   | { readonly lembas: 'flushed'; readonly id: number }
   | { readonly lembas: 'store'; readonly calls: readonly (readonly [string, number, boolean])[] }
   | {

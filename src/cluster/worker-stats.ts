@@ -24,8 +24,8 @@ const BATCH_MS = 100
 const BATCH_REQUESTS = 256
 
 /**
- * A worker's stats (`--workers`): each finished request goes to the primary, which keeps the
- * figures of every worker in one collector; /stats and /metrics are asked of it, so any worker
+ * A worker's stats (`--workers`): finished requests go to the primary in batches, which keeps
+ * the figures of every worker in one collector; /stats and /metrics are asked of it, so any worker
  * answers them the same.
  */
 export function workerStats(send: (message: WorkerMessage) => void): StatsSink & {
@@ -48,6 +48,11 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
     finished = []
   }
 
+  const sendStoreCalls = () => {
+    if (storeCalls.length > 0) send({ lembas: 'store', calls: storeCalls })
+    storeCalls = []
+  }
+
   const onMessage = (message: unknown) => {
     if (!isPrimaryMessage(message)) return
     if (message.lembas === 'flush') {
@@ -64,10 +69,6 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   }
   process.on('message', onMessage)
 
-  const sendStoreCalls = () => {
-    if (storeCalls.length > 0) send({ lembas: 'store', calls: storeCalls })
-    storeCalls = []
-  }
   const report = () => {
     sendFinished()
     sendStoreCalls()
