@@ -81,8 +81,8 @@ const LEMBAS = (name: string) => name.startsWith('lembas-')
 
 const HELP = `Usage: node --import tsx bench/run.ts [options]   (or: npm run bench -- [options])
 
-  --only LIST          proxies to run besides direct: ${PROXIES.join(',')} (default: all
-                       but lembas-workers and lembas-workers-redis)
+  --only LIST          proxies to run besides direct (default: all but the two workers ones):
+                       ${PROXIES.join(',')}
   --sizes LIST         body sizes: ${Object.keys(SIZES).join(',')} (default: all; the doors
                        phases: 10kb,1mb unless --sizes is given)
   --phases LIST        ${PHASES.join(',')} (default: all)
