@@ -869,9 +869,9 @@ function logMark(env: Env, servers: Server[]): (count: number) => Promise<void> 
 
 /**
  * SQLite writes that found the file locked by another process (`--workers`, replicas on one
- * file) and waited, from lembas's /metrics; undefined where it has none (Redis).
+ * file) and waited, from lembas's /metrics: zero where none was counted (Redis, one process).
  */
-async function lockWaits(url: string): Promise<{ count: number; seconds: number } | undefined> {
+async function lockWaits(url: string): Promise<{ count: number; seconds: number }> {
   const response = await request(url + '/metrics')
   const text = await response.body.text()
   const figure = (name: string) =>
