@@ -1122,6 +1122,13 @@ function report(results: any, opts: Options): { text: string; checks: Check[] } 
     )
     if (waits.length > 0)
       out.push(`SQLite lock waits (a write finding another process's lock): ${waits.join('; ')}`)
+    const workersRan = Object.values(results.throughput as Record<string, object>).some(
+      (byTarget) => Object.keys(byTarget).some(WORKERS),
+    )
+    if (workersRan && results.pinning !== 'none')
+      out.push(
+        'The workers are not pinned, the load is: they take turns with it on its core (--no-pin to compare them with one process on an equal footing).',
+      )
   }
   if (results.peakRss) {
     out.push('', 'Peak RSS of each server over the whole run (VmHWM)')
