@@ -49,6 +49,7 @@ export function runPrimary(options: PrimaryOptions): void {
   const answer = (worker: Worker, message: PrimaryMessage) => {
     if (worker.isConnected()) worker.send(message)
   }
+  const workersNow = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w)
   /** Each flush under way: the workers it still waits for, and how it ends. */
   const flushes = new Map<number, { left: Set<number>; end: () => void }>()
   let nextFlush = 1
@@ -56,9 +57,7 @@ export function runPrimary(options: PrimaryOptions): void {
   const flushAll = () =>
     new Promise<void>((resolve) => {
       const id = nextFlush++
-      const workers = Object.values(cluster.workers ?? {}).filter(
-        (w): w is Worker => !!w && w.isConnected(),
-      )
+      const workers = workersNow().filter((w) => w.isConnected())
       const left = new Set(workers.map((w) => w.id))
       const timer = setTimeout(() => end(), FLUSH_MS)
       const end = () => {
@@ -141,7 +140,7 @@ export function runPrimary(options: PrimaryOptions): void {
     if (stopping) return
     stopping = true
     log.info('stopping', { signal, workers: Object.keys(cluster.workers ?? {}).length })
-    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w)
+    const workers = workersNow()
     const exited = workers.map(
       (worker) => new Promise<void>((resolve) => worker.once('exit', () => resolve())),
     )

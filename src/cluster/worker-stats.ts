@@ -48,7 +48,9 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
     finished = []
   }
 
-  const sendStoreCalls = () => {
+  /** What the worker holds for the primary: its finished requests and its store timings. */
+  const sendHeld = () => {
+    sendFinished()
     if (storeCalls.length > 0) send({ lembas: 'store', calls: storeCalls })
     storeCalls = []
   }
@@ -56,8 +58,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   const onMessage = (message: unknown) => {
     if (!isPrimaryMessage(message)) return
     if (message.lembas === 'flush') {
-      sendFinished()
-      sendStoreCalls()
+      sendHeld()
       send({ lembas: 'flushed', id: message.id })
       return
     }
@@ -70,8 +71,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
   process.on('message', onMessage)
 
   const report = () => {
-    sendFinished()
-    sendStoreCalls()
+    sendHeld()
     const sizes = Object.fromEntries([...caches].map(([name, size]) => [name, size()]))
     send({ lembas: 'gauges', caches: sizes, coldBodies: coldBodies(), loopBlock: delay.max / 1e9 })
     delay.reset()
