@@ -10,6 +10,7 @@ import { elideSettings, pipelineSettings } from './config/pipeline.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
 import { guardConnections } from './http/guard.js'
+import { stopper } from './http/stop.js'
 import { refuseUpgrades } from './http/upgrade.js'
 import { setHeapGrowth } from './http/heap-growth.js'
 import { capYoungGeneration } from './http/young-generation.js'
@@ -22,6 +23,7 @@ import type { Store } from './store/store.js'
 import { createRecorder } from './record/recorder.js'
 import { runPrimary } from './cluster/primary.js'
 import { workerStats } from './cluster/worker-stats.js'
+import { isPrimaryMessage } from './cluster/messages.js'
 import { createStats, type StatsSink } from './stats/index.js'
 import { keepStats } from './stats/persist.js'
 import { timedStore } from './stats/store.js'
@@ -220,12 +222,23 @@ async function run(config: Config, version: string): Promise<void> {
     hostname: config.host,
     port: config.port,
   }
+  // Before it listens (the port in use, an address not on this machine): say so and stop.
+  const cannotListen = (error: NodeJS.ErrnoException) => {
+    const why =
+      error.code === 'EADDRINUSE'
+        ? 'another process listens there; choose another --port'
+        : error.message
+    process.stderr.write(`lembas-proxy: cannot listen on ${config.host}:${config.port}: ${why}\n`)
+    process.exit(1)
+  }
   const server = serve(listen, (info) => {
+    ;(server as Server).off('error', cannotListen)
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address
     // With --workers, the primary says it once for all of them.
     if (inWorker) process.send!({ lembas: 'listening', host, port: info.port })
     else process.stdout.write(startLines(config, host, info.port))
   })
+  ;(server as Server).once('error', cannotListen)
   guardConnections(server, guard, log)
   refuseUpgrades(server)
   if (config.idleCollectMs > 0)
@@ -237,23 +250,31 @@ async function run(config: Config, version: string): Promise<void> {
       hint: 'anyone who reaches this address can use your upstream; set --auth to require a secret',
     })
   }
-  let stopping = false
-  const stop = async (signal: string) => {
-    // Ctrl-C reaches every process of the group and the primary passes it on too: a worker
-    // stops once, and a second signal does not cut its stop short.
-    if (stopping) return
-    stopping = true
-    log.info('stopping', { signal })
-    server.close()
-    await handOn?.hand()
-    await keeper?.flush()
-    shared?.close()
-    await Promise.allSettled([upstream.close(), store.close(), recorder?.close()])
-    process.exit(0)
-  }
+  // The store is closed only once the requests under way are done with it.
+  const { stop, now } = stopper(server, upstream, {
+    graceMs: config.stopGraceMs,
+    log,
+    after: async () => {
+      await handOn?.hand()
+      await keeper?.flush()
+      shared?.close()
+      await Promise.allSettled([upstream.close(), store.close(), recorder?.close()])
+    },
+  })
   // SIGHUP: the terminal it ran in was closed; a stop like any other (figures kept, states handed on).
+  // A second Ctrl-C ends the requests under way at once; a worker, which gets each Ctrl-C from
+  // the terminal and again from the primary, leaves that to the primary's `stop-now`.
+  let signalled = false
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
-    process.on(signal, () => void stop(signal))
+    process.on(signal, () => {
+      if (inWorker && signalled) return
+      signalled = true
+      void stop(signal)
+    })
+  if (inWorker)
+    process.on('message', (message) => {
+      if (isPrimaryMessage(message) && message.lembas === 'stop-now') now('primary')
+    })
 }
 
 /**
@@ -279,6 +300,7 @@ async function runWorkers(config: Config, log: ReturnType<typeof createLogger>):
     stats,
     log,
     banner: (host, port) => startLines(config, host, port),
+    graceMs: config.stopGraceMs,
     closed: async () => {
       await keeper?.flush()
       await store?.close()
@@ -308,11 +330,12 @@ function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.')
 }
 
-/** The upstream URL without credentials, for the start-up line. */
+/** The upstream URL without credentials (a query string may carry a key), for the start-up line. */
 function displayUrl(url: string): string {
   const parsed = new URL(url)
   parsed.username = ''
   parsed.password = ''
+  parsed.search = ''
   return parsed.toString().replace(/\/$/, '')
 }
 

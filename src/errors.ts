@@ -11,6 +11,8 @@ export const ERROR_KINDS = {
   upstream_bad_response: { status: 502, type: 'upstream_error' },
   upstream_timeout: { status: 504, type: 'upstream_error' },
   store_unavailable: { status: 503, type: 'server_error' },
+  /** The proxy is stopping and ended the request (its grace ran out, or a second Ctrl-C). */
+  stopping: { status: 503, type: 'server_error' },
   config_invalid: { status: 500, type: 'server_error' },
   internal: { status: 500, type: 'server_error' },
 } as const satisfies Record<string, { status: number; type: string }>

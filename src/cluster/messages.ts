@@ -30,6 +30,8 @@ export type PrimaryMessage =
     }
   /** Before answering /stats or /metrics: send what you hold, then `flushed` with this id. */
   | { readonly lembas: 'flush'; readonly id: number }
+  /** A second Ctrl-C while stopping: end the requests under way now. */
+  | { readonly lembas: 'stop-now' }
 
 export function isWorkerMessage(value: unknown): value is WorkerMessage {
   return typeof value === 'object' && value !== null && 'lembas' in value
@@ -38,5 +40,5 @@ export function isWorkerMessage(value: unknown): value is WorkerMessage {
 export function isPrimaryMessage(value: unknown): value is PrimaryMessage {
   if (typeof value !== 'object' || value === null || !('lembas' in value)) return false
   const kind = (value as { lembas: unknown }).lembas
-  return kind === 'answer' || kind === 'flush'
+  return kind === 'answer' || kind === 'flush' || kind === 'stop-now'
 }

@@ -8,8 +8,8 @@ type GaugesMessage = Extract<WorkerMessage, { lembas: 'gauges' }>
 /** A worker that dies is started again after this pause (not in a tight loop). */
 const RESTART_MS = 1000
 
-/** On stop, workers finish what they serve for at most this long. */
-const STOP_MS = 10_000
+/** Past a worker's own grace (`--stop-grace-s`), how long it has to end its requests and exit. */
+const STOP_MS = 5_000
 
 /** /stats waits at most this long for a busy or stuck worker's last batch of requests. */
 const FLUSH_MS = 1000
@@ -23,6 +23,8 @@ export interface PrimaryOptions {
   readonly banner: (host: string, port: number) => string
   /** Called once every worker has stopped. */
   readonly closed: () => Promise<void>
+  /** Each worker's grace for the requests under way on a stop (`--stop-grace-s`). */
+  readonly graceMs: number
 }
 
 /**
@@ -79,6 +81,7 @@ export function runPrimary(options: PrimaryOptions): void {
   const onMessage = async (worker: Worker, message: WorkerMessage) => {
     switch (message.lembas) {
       case 'listening':
+        listened.add(slots.get(worker.id)!)
         if (!announced) process.stdout.write(options.banner(message.host, message.port))
         announced = true
         return
@@ -118,6 +121,15 @@ export function runPrimary(options: PrimaryOptions): void {
 
   /** Each worker's place (1…N), which a worker started again takes on: what it hands on is there. */
   const slots = new Map<number, number>()
+  /**
+   * Places whose worker listened once. One that exits before it ever did could not start (the
+   * port in use, a store it cannot open): starting it again would loop, so the primary stops.
+   */
+  const listened = new Set<number>()
+  const cannotStart = (worker: Worker, code: number | null, signal: string | null) => {
+    log.error('worker-cannot-start', { pid: worker.process.pid, code, signal })
+    void stop('SIGTERM', typeof code === 'number' && code > 0 ? code : 1)
+  }
   const start = (slot: number) => {
     const worker = cluster.fork({ LEMBAS_WORKER_SLOT: String(slot) })
     slots.set(worker.id, slot)
@@ -131,13 +143,20 @@ export function runPrimary(options: PrimaryOptions): void {
     const slot = slots.get(worker.id)!
     slots.delete(worker.id)
     if (stopping) return
+    if (!listened.has(slot)) return cannotStart(worker, code, signal)
     log.warn('worker-exited', { pid: worker.process.pid, code, signal, restartInMs: RESTART_MS })
-    setTimeout(() => start(slot), RESTART_MS)
+    setTimeout(() => {
+      if (!stopping) start(slot)
+    }, RESTART_MS)
   })
   for (let slot = 1; slot <= options.workers; slot++) start(slot)
 
-  const stop = async (signal: NodeJS.Signals) => {
-    if (stopping) return
+  const stop = async (signal: NodeJS.Signals, exitCode = 0) => {
+    if (stopping) {
+      // A second Ctrl-C: the workers end what they serve now.
+      for (const worker of workersNow()) answer(worker, { lembas: 'stop-now' })
+      return
+    }
     stopping = true
     log.info('stopping', { signal, workers: Object.keys(cluster.workers ?? {}).length })
     const workers = workersNow()
@@ -147,11 +166,11 @@ export function runPrimary(options: PrimaryOptions): void {
     for (const worker of workers) worker.process.kill(signal)
     const late = setTimeout(() => {
       for (const worker of workers) worker.process.kill('SIGKILL')
-    }, STOP_MS)
+    }, options.graceMs + STOP_MS)
     await Promise.all(exited)
     clearTimeout(late)
     await options.closed()
-    process.exit(0)
+    process.exit(exitCode)
   }
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
     process.on(signal, () => void stop(signal))

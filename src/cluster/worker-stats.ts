@@ -62,6 +62,7 @@ export function workerStats(send: (message: WorkerMessage) => void): StatsSink &
       send({ lembas: 'flushed', id: message.id })
       return
     }
+    if (message.lembas !== 'answer') return
     const pending = waiting.get(message.id)
     if (!pending) return
     waiting.delete(message.id)

@@ -56,6 +56,11 @@ export const FLAGS = {
     default: '1000',
     help: "how long an idle upstream connection is kept for reuse (below the upstream's idle timeout)",
   },
+  'stop-grace-s': {
+    env: 'LEMBAS_STOP_GRACE_S',
+    default: '10',
+    help: 'on a stop signal, requests under way have this long to finish (a second Ctrl-C: none); then each gets an error in its API\'s shape',
+  },
   'max-connections': {
     env: 'LEMBAS_MAX_CONNECTIONS',
     default: '512',
@@ -227,6 +232,10 @@ const ConfigSchema = z.object({
     .transform((name) => name.toLowerCase()),
   upstreamTimeoutMs: z.coerce.number().int().positive(),
   upstreamKeepaliveMs: z.coerce.number().int().positive(),
+  stopGraceMs: z.coerce
+    .number()
+    .min(0)
+    .transform((seconds) => Math.round(seconds * 1000)),
   maxConnections: z.coerce.number().int().positive(),
   headerTimeoutMs: z.coerce.number().int().positive(),
   stats: z.enum(['store', 'memory']),
@@ -344,6 +353,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     compactionHeader: pick('compaction-header'),
     upstreamTimeoutMs: pick('upstream-timeout-ms'),
     upstreamKeepaliveMs: pick('upstream-keepalive-ms'),
+    stopGraceMs: pick('stop-grace-s'),
     maxConnections: pick('max-connections'),
     headerTimeoutMs: pick('header-timeout-ms'),
     stats: pick('stats'),
@@ -381,6 +391,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       upstreamResponses: 'upstream-responses',
       upstreamTimeoutMs: 'upstream-timeout-ms',
       upstreamKeepaliveMs: 'upstream-keepalive-ms',
+      stopGraceMs: 'stop-grace-s',
       maxConnections: 'max-connections',
       headerTimeoutMs: 'header-timeout-ms',
       storeCacheBytes: 'store-cache-mb',

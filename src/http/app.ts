@@ -180,6 +180,8 @@ function contentType(headers: Record<string, string | string[]>): string {
   return (Array.isArray(value) ? value[0] : value) ?? 'application/json'
 }
 
+const RETRY_SOON: ReadonlySet<ErrorKind> = new Set(['store_unavailable', 'stopping'])
+
 /** A failure as the door's own error body (OpenAI's shape off the doors). */
 function errorResponse(c: Context, error: unknown, log: Logger, door?: Door): Response {
   if (isAbortError(error)) return c.body(null, 499 as never)
@@ -187,7 +189,8 @@ function errorResponse(c: Context, error: unknown, log: Logger, door?: Door): Re
   const message = error instanceof Error ? error.message : String(error)
   if (kind === 'internal') log.error('internal-error', { message, stack: (error as Error).stack })
   else log.warn('request-failed', { kind, message, ...(door ? { door: door.name } : {}) })
-  const headers: Record<string, string> = kind === 'store_unavailable' ? { 'retry-after': '1' } : {}
+  // Both pass: a retry in a second finds the store back, or the next process listening.
+  const headers: Record<string, string> = RETRY_SOON.has(kind) ? { 'retry-after': '1' } : {}
   // The rest of a refused body is never read: the connection cannot carry another request.
   if (kind === 'body_too_large') headers['connection'] = 'close'
   const body: Json = door ? door.errorBody(kind, message) : openAIErrorBody(kind, message)

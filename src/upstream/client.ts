@@ -58,6 +58,11 @@ export type Upstream = {
   describe(): { readonly route: string; readonly url: string }[]
   /** Lets in-flight requests finish, then closes the idle connections. */
   close(): Promise<void>
+  /**
+   * Ends every request under way, and refuses every later one, with `reason` (a stop whose
+   * grace ran out): each caller answers its client with it in its API's shape.
+   */
+  destroy(reason: Error): Promise<void>
 }
 
 const UNDICI_DEFAULT_CONNECT_TIMEOUT_MS = 10_000
@@ -104,7 +109,9 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     return toUpstreamError(error, errorContext)
   }
 
+  let destroyed: Error | undefined
   async function send(request: UpstreamRequest): Promise<UpstreamResponse> {
+    if (destroyed) throw destroyed
     const headers = forwardableHeaders(request.headers)
     if (target.basicAuthorization !== undefined && headers['authorization'] === undefined) {
       headers['authorization'] = target.basicAuthorization
@@ -133,6 +140,10 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     forPath: () => upstream,
     describe: () => [{ route: '*', url: target.displayUrl }],
     close: () => pool.close(),
+    destroy: async (reason) => {
+      destroyed = reason
+      await pool.destroy(reason)
+    },
   }
   return upstream
 }

@@ -13,6 +13,7 @@ export interface UpstreamRoute {
  */
 export function routedUpstream(fallback: Upstream, routes: readonly UpstreamRoute[]): Upstream {
   if (routes.length === 0) return fallback
+  const all = [fallback, ...routes.map((route) => route.upstream)]
   const forPath = (path: string): Upstream =>
     routes.find(
       (route) =>
@@ -29,7 +30,10 @@ export function routedUpstream(fallback: Upstream, routes: readonly UpstreamRout
       { route: '*', url: fallback.describe()[0]!.url },
     ],
     close: async () => {
-      await Promise.all([fallback, ...routes.map((route) => route.upstream)].map((u) => u.close()))
+      await Promise.all(all.map((u) => u.close()))
+    },
+    destroy: async (reason) => {
+      await Promise.all(all.map((u) => u.destroy(reason)))
     },
   }
 }

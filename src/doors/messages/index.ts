@@ -23,6 +23,8 @@ const ANTHROPIC_TYPES: Partial<Record<ErrorKind, string>> = {
   unauthorized: 'authentication_error',
   not_found: 'not_found_error',
   body_too_large: 'request_too_large',
+  // Claude Code waits and tries again on an overloaded API, as it should on a stopping proxy.
+  stopping: 'overloaded_error',
 }
 
 /** Anthropic's error body for an error kind. */
