@@ -31,6 +31,9 @@ const REQUEST_HEADERS = new Set([
 const RESPONSE_HEADERS = new Set([
   'content-type',
   'retry-after',
+  // The OpenAI and Anthropic SDKs read both before they retry.
+  'retry-after-ms',
+  'x-should-retry',
   'x-request-id',
   'request-id',
   'cache-control',

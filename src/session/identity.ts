@@ -24,15 +24,26 @@ export interface SessionSources {
 const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const
 
 /**
+ * Other headers that go upstream and may carry a key: Gemini's `x-goog-api-key`, LiteLLM's
+ * `x-litellm-api-key`, Portkey's `x-portkey-api-key`, an `x-auth-token`. The proxy's own
+ * secret (`x-lembas-auth`) never goes upstream and is everyone's: not a tenant's.
+ */
+const KNOWN: ReadonlySet<string> = new Set(CREDENTIAL_HEADERS)
+const OTHER_CREDENTIAL = /^x-(?!lembas-auth$)[a-z0-9-]*-(api-?key|key|token|auth|secret)$/
+
+/**
  * A tenant is the hash of every credential header the client sends, each with its name: any
  * difference in any of them (a gateway's shared token with each user's own key beside it; one
  * secret sent as `x-api-key` or as `authorization`) is another tenant, whose sessions this one
  * never reaches. The keys themselves are never stored.
  */
 export function tenantOf(headers: Headers, memo?: Memo<string>): string {
-  const present = CREDENTIAL_HEADERS.flatMap((name) => {
+  const present: [string, string][] = CREDENTIAL_HEADERS.flatMap((name) => {
     const value = headers.get(name)
-    return value ? [[name, value] as const] : []
+    return value ? [[name, value] as [string, string]] : []
+  })
+  headers.forEach((value, name) => {
+    if (value && OTHER_CREDENTIAL.test(name) && !KNOWN.has(name)) present.push([name, value])
   })
   if (present.length === 0) return 'anonymous'
   // An Authorization header alone hashes as it always has: stored sessions keep their tenant.

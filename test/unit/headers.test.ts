@@ -128,6 +128,8 @@ describe('responseHeadersForClient', () => {
     server: 'llama.cpp',
     'set-cookie': ['a=1', 'b=2'],
     'retry-after': '3',
+    'retry-after-ms': '2500',
+    'x-should-retry': 'true',
     'x-request-id': 'req_1',
     'request-id': 'req_2',
     'openai-processing-ms': '120',
@@ -140,6 +142,8 @@ describe('responseHeadersForClient', () => {
   const passed = {
     'content-type': 'text/event-stream; charset=utf-8',
     'retry-after': '3',
+    'retry-after-ms': '2500',
+    'x-should-retry': 'true',
     'x-request-id': 'req_1',
     'request-id': 'req_2',
     'openai-processing-ms': '120',

@@ -24,6 +24,23 @@ test('a tenant is every credential header with its name; Authorization alone as 
   assert.equal(tenant({}), 'anonymous')
 })
 
+test('a key in any other header that goes upstream makes a tenant too (Gemini, LiteLLM, Portkey)', () => {
+  const all = [
+    tenant({}),
+    tenant({ 'x-goog-api-key': 'a' }),
+    tenant({ 'x-goog-api-key': 'b' }),
+    tenant({ 'x-litellm-api-key': 'a' }),
+    tenant({ 'x-portkey-api-key': 'a' }),
+    tenant({ 'x-auth-token': 'a' }),
+    tenant({ authorization: 'Bearer k', 'x-goog-api-key': 'a' }),
+  ]
+  assert.equal(new Set(all).size, all.length, all.join(' '))
+  // Headers that carry no key, and the proxy's own shared secret, leave the tenant as it was.
+  assert.equal(tenant({ 'x-session-id': 's', 'x-lembas-auth': 'shared' }), 'anonymous')
+  assert.equal(tenant({ 'x-api-key': 'k', 'x-stainless-lang': 'js' }), tenant({ 'x-api-key': 'k' }))
+  assert.equal(tenant({ authorization: 'Bearer k', 'x-title': 't' }), 't' + shortHash('Bearer k'))
+})
+
 test("a tool message's key is the one earlier versions stored its rendering under", () => {
   // Records are found by this key after an upgrade: a new derivation would re-render (and
   // re-number) every result of every session, breaking each one's prompt cache once.
