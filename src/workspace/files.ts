@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { constants } from 'node:fs'
 import { open, realpath } from 'node:fs/promises'
 import { isAbsolute, resolve, sep } from 'node:path'
 
@@ -59,7 +60,10 @@ async function readRegularFile(
 ): Promise<FileSnapshot | undefined> {
   let handle
   try {
-    handle = await open(absPath, 'r')
+    // Non-blocking: opening a FIFO for reading would otherwise wait, holding one of libuv's four
+    // threads, until something writes to it (four such reads and every request waits); it is then
+    // no regular file and never read. No link followed: absPath is the resolved path already.
+    handle = await open(absPath, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
     const stat = await handle.stat()
     if (!stat.isFile() || stat.size > maxBytes) return undefined
     const bytes = await handle.readFile()

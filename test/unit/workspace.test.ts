@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
@@ -42,6 +43,16 @@ describe('workspace', () => {
     ]) {
       assert.equal(await ws.read(path), undefined, path)
     }
+  })
+
+  test('a FIFO is no file: its read answers at once, and five of them leave reads working', async () => {
+    const fifo = join(root, 'src', 'pipe.ts')
+    execFileSync('mkfifo', [fifo])
+    const ws = await createWorkspace([root])
+    // Opened blocking, each would hold one of libuv's four threads until someone wrote to it.
+    const reads = await Promise.all([1, 2, 3, 4, 5].map(() => ws.read('src/pipe.ts')))
+    assert.deepEqual(reads, [undefined, undefined, undefined, undefined, undefined])
+    assert.equal((await ws.read('src/a.ts'))?.lines, 2)
   })
 
   test('line counts: a final newline ends a line, empty is zero', () => {
