@@ -69,4 +69,28 @@ describe('bad requests on every door', () => {
       assert.equal(upstream.requests.length, 0, 'nothing reached the upstream')
     })
   }
+
+  test('/v1/messages: a chat `tool` message is a 400 in its shape, streaming or not', async () => {
+    for (const stream of [false, true])
+      for (const content of ['x', [{ type: 'text', text: 'x' }]]) {
+        const response = await fetch(proxy.url + '/v1/messages', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': 'k' },
+          body: JSON.stringify({
+            model: 'm',
+            max_tokens: 5,
+            stream,
+            messages: [
+              { role: 'user', content: 'hi' },
+              { role: 'tool', content },
+            ],
+          }),
+        })
+        const json = (await response.json()) as any
+        assert.equal(response.status, 400, JSON.stringify(json))
+        assert.equal(json.error.type, 'invalid_request_error')
+        assert.match(json.error.message, /messages\[1\]: unexpected role "tool"/)
+      }
+    assert.equal(upstream.requests.length, 0, 'nothing reached the upstream')
+  })
 })

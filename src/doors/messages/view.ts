@@ -12,6 +12,8 @@ import {
 } from '../../wire/chat.js'
 import type { Json, View } from '../../pipeline/door.js'
 
+const MESSAGE_ROLES: ReadonlySet<string> = new Set(['user', 'assistant', 'system'])
+
 /** Checks the shape the proxy relies on; a wrong shape is a 400, never a crash. */
 export function checkMessagesRequest(
   body: unknown,
@@ -21,6 +23,13 @@ export function checkMessagesRequest(
   for (const [index, message] of body.messages.entries()) {
     if (!isRecord(message) || typeof message.role !== 'string')
       return { ok: false, message: `messages[${index}] must be an object with a role` }
+    // The Messages API's roles (a `system` one some compatible servers take): a chat `tool`
+    // message here is a client speaking the wrong API.
+    if (!MESSAGE_ROLES.has(message.role))
+      return {
+        ok: false,
+        message: `messages[${index}]: unexpected role "${message.role}"; the Messages API takes "user" and "assistant" (tool results are tool_result blocks in a user message)`,
+      }
     const content = message.content
     if (typeof content !== 'string' && !Array.isArray(content))
       return { ok: false, message: `messages[${index}].content must be a string or an array` }
