@@ -78,12 +78,13 @@ export function memoryStore(options: MemoryStoreOptions): Store {
     })
   }
 
-  function claim(name: string, keys: readonly string[]): number[] {
+  function claim(name: string, keys: readonly string[], floor = 1): number[] {
     if (keys.length === 0) return []
     const s = scope(name, true)
     return keys.map((k) => {
       let n = s.claims.get(k)
       if (n === undefined) {
+        s.next = Math.max(s.next, floor)
         n = s.next++
         s.claims.set(k, n)
       }
@@ -113,7 +114,7 @@ export function memoryStore(options: MemoryStoreOptions): Store {
       open()
       checkKeys(name, keys)
       checkEntries(name, entries)
-      const ids = claim(name, keys)
+      const ids = claim(name, keys, expected[0])
       if (!sameIds(ids, expected)) return { ids }
       return { ids, winners: put(name, entries) }
     },

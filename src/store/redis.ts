@@ -44,9 +44,9 @@ end
 `
 
 // The claim fields ARGV[first..last] get numbers; ARGV[2] is the counter field. A field already
-// claimed keeps its number.
+// claimed keeps its number; a new one none below floor (see Store.claimThenPut).
 const CLAIM = `
-local function claim(first, last)
+local function claim(first, last, floor)
   local next = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '1')
   local ids = {}
   for i = first, last do
@@ -54,6 +54,7 @@ local function claim(first, last)
     if id then
       ids[#ids + 1] = tonumber(id)
     else
+      if floor and next < floor then next = floor end
       redis.call('HSET', KEYS[1], ARGV[i], tostring(next))
       ids[#ids + 1] = next
       next = next + 1
@@ -82,7 +83,7 @@ return ids
 // pairs, written only when the claim gave the numbers expected: {ids, winners}, else {ids}.
 const CLAIM_THEN_PUT = `${CLAIM}${PUT}
 local n = tonumber(ARGV[3])
-local ids = claim(4, 3 + n)
+local ids = claim(4, 3 + n, tonumber(ARGV[4 + n]))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 for i = 1, n do
   if ids[i] ~= tonumber(ARGV[3 + n + i]) then return {ids} end

@@ -206,13 +206,14 @@ export class SqliteStore implements Store {
         })
       },
     )
-    this.#claimBatch = db.transaction((scope: string, keys: readonly string[]) => {
+    this.#claimBatch = db.transaction((scope: string, keys: readonly string[], floor = 1) => {
       touch(scope)
       let next = this.#getNext.get(scope) ?? 1
       const ids = keys.map((k) => {
         const field = claimField(k)
         const old = this.#getValue.get(scope, field)
         if (old !== undefined) return Number(old)
+        next = Math.max(next, floor)
         this.#insertValue.run(scope, field, String(next))
         return next++
       })
@@ -227,7 +228,7 @@ export class SqliteStore implements Store {
         expected: readonly number[],
         entries: readonly (readonly [string, string])[],
       ): ClaimedPut => {
-        const ids = keys.length === 0 ? [] : this.#claimBatch(scope, keys)
+        const ids = keys.length === 0 ? [] : this.#claimBatch(scope, keys, expected[0] ?? 1)
         if (!sameIds(ids, expected)) return { ids }
         return { ids, winners: entries.length === 0 ? [] : this.#putBatch(scope, entries) }
       },

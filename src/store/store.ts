@@ -50,7 +50,10 @@ export interface Store {
    * with them before the claim and writes in one round trip (one commit) instead of two.
    * `winners` (as putIfAbsent returns them) is there only when the entries were written; a store
    * may also leave them unwritten when the ids match (createStore does for a batch larger than one
-   * chunk), and the caller then puts them itself. Idempotent.
+   * chunk), and the caller then puts them itself. Idempotent. New keys are numbered from no lower
+   * than `expected[0]`: a caller expects the numbers after those it was given, so a counter behind
+   * them (a scope the store lost: Redis restarted empty, an idle scope expired, while the process
+   * still sends its history) never hands out a number that history already shows.
    */
   claimThenPut(
     scope: string,

@@ -260,6 +260,20 @@ export function storeContract(name: string, makeBackend: () => Promise<Backend>)
       assert.deepEqual(await store.claimIds(s, ['h']), [7], 'a refused batch claims nothing')
     })
 
+    test('claimThenPut: a counter behind the numbers expected (the scope lost) goes on from them', async () => {
+      // A process that gave #1-#5 and still sends them, on a store that lost the scope: the next
+      // result is #6, never a second #1.
+      const s = scope()
+      assert.deepEqual(await store.claimThenPut(s, ['f'], [6], [['rf', 'F at 6']]), {
+        ids: [6],
+        winners: ['F at 6'],
+      })
+      assert.deepEqual(await other.claimIds(s, ['f', 'g']), [6, 7])
+      // A key claimed before keeps its number whatever is expected.
+      assert.deepEqual(await other.claimThenPut(s, ['g'], [9], [['rg', 'G']]), { ids: [7] })
+      assert.deepEqual(await store.claimIds(s, ['h']), [8])
+    })
+
     test('claimThenPut: twins guessing the same numbers, one writes', async () => {
       const s = scope()
       await store.claimIds(s, ['before'])
