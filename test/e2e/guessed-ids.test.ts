@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import Database from 'better-sqlite3'
 import { createStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
 import { TestAgent } from '../helpers/agent.js'
@@ -135,6 +136,46 @@ describe('ids guessed and claimed with the write', () => {
         '[#0003 recall #0001 lines 1-3 of 3]\n1\n2\n3',
         '[#0004]\nafter\n',
       ])
+    } finally {
+      await proxy.close()
+      await noted.store.close()
+    }
+  })
+
+  test('a store that lost the session under a running proxy: new ids go on after those sent, none twice', async () => {
+    upstream.requests.length = 0
+    const file = join(dir, 'lost.db')
+    // What Redis restarted without persistence, or a scope expired, leaves: nothing of it.
+    const wipe = () => {
+      const db = new Database(file)
+      db.exec('DELETE FROM kv; DELETE FROM counters')
+      db.close()
+    }
+    upstream.setScript(
+      scriptedModel([
+        bash('echo one'),
+        bash('echo two'),
+        bash('echo three'),
+        () => (wipe(), bash('echo four')),
+        bash('echo five'),
+        { content: 'Done.' },
+      ]),
+    )
+    const noted = noting(await createStore('sqlite:' + file, { idleTtlMs: DAY }))
+    const proxy = await startProxy({ upstreamUrl: upstream.url, store: noted.store })
+    try {
+      const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project })
+      assert.equal(await agent.ask('Count'), 'Done.')
+      assert.deepEqual(prefixViolations(upstream.requests), [])
+      const texts = toolTexts(chatRequests(upstream.requests).at(-1))
+      assert.deepEqual(texts, [
+        '[#0001]\none\n',
+        '[#0002]\ntwo\n',
+        '[#0003]\nthree\n',
+        '[#0004]\nfour\n',
+        '[#0005]\nfive\n',
+      ])
+      assert.deepEqual(noted.claims.slice(-2), ['claim and write 4', 'claim and write 5'])
     } finally {
       await proxy.close()
       await noted.store.close()
