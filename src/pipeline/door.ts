@@ -54,8 +54,18 @@ export interface DoorStream {
   endRound(): RoundEnd
   /** The closing events after a recall: the visible parts of every round, summed usage. */
   close(visible: readonly Part[], usage: unknown): string[]
-  /** A failure mid-stream, as the door's error event. */
-  error(kind: ErrorKind, message: string): string
+  /**
+   * A failure mid-stream, as the door's error event; `own`: the upstream's error type and code
+   * when it answered with its own error (an SDK retries an `overloaded_error`, a `rate_limit_error`).
+   */
+  error(kind: ErrorKind, message: string, own?: UpstreamError): string
+}
+
+/** The type and code of an error body the upstream sent (OpenAI's or Anthropic's shape). */
+export interface UpstreamError {
+  readonly type?: string | undefined
+  readonly code?: string | undefined
+  readonly message?: string | undefined
 }
 
 /**

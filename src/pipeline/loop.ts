@@ -1,4 +1,5 @@
-import type { Door, Json, Part, RoundEnd } from './door.js'
+import type { Door, Json, Part, RoundEnd, UpstreamError } from './door.js'
+import { isRecord } from '../wire/chat.js'
 import type { Memo } from '../memo.js'
 import { LembasError } from '../errors.js'
 import type { Logger } from '../log.js'
@@ -139,6 +140,15 @@ async function readAll(turn: Turn, response: UpstreamResponse): Promise<string> 
   }
 }
 
+/** The upstream's own error in a body, OpenAI's `{error:{…}}` or Anthropic's alike. */
+function upstreamError(body: string): UpstreamError | undefined {
+  const json = parseAnswer(body)
+  const error = isRecord(json) ? json.error : undefined
+  if (!isRecord(error)) return undefined
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
+  return { type: text(error.type), code: text(error.code), message: text(error.message) }
+}
+
 /** A whole (non-streaming) answer through the recall loop. */
 export async function completeAnswer(turn: Turn, meter: Meter): Promise<Answer> {
   const loop = new RecallLoop(turn, meter)
@@ -189,11 +199,15 @@ export async function* streamAnswer(
       if (step === 'done') return yield* stream.close(loop.visible, loop.usage)
       response = await send(turn, loop.extra)
       if (response.status !== 200) {
-        const detail = (await readAll(turn, response)).slice(0, 500)
-        throw new LembasError(
-          'upstream_bad_response',
-          `upstream answered ${response.status} after a recall: ${detail}`,
-        )
+        // The client's 200 is gone already: its error event says what the upstream said.
+        const detail = await readAll(turn, response)
+        const own = upstreamError(detail)
+        const message =
+          own?.message ??
+          `upstream answered ${response.status} after a recall: ${detail.slice(0, 500)}`
+        meter.failed = true
+        turn.log.warn('stream-failed', { status: response.status, message, door: turn.door.name })
+        return yield stream.error('upstream_bad_response', message, own)
       }
     }
   } catch (error) {

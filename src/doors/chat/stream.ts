@@ -2,7 +2,7 @@ import { openAIErrorBody, type ErrorKind } from '../../errors.js'
 import { parseEvent } from '../event.js'
 import { isRecord, type ToolCall } from '../../wire/chat.js'
 import { encodeSseData, SSE_DONE, type SseEvent } from '../../wire/sse.js'
-import type { DoorStream, Json, Part, RoundEnd } from '../../pipeline/door.js'
+import type { DoorStream, Json, Part, RoundEnd, UpstreamError } from '../../pipeline/door.js'
 import { assistantMessage } from './index.js'
 
 interface CallState {
@@ -86,8 +86,13 @@ export class ChatStream implements DoorStream {
     return out
   }
 
-  error(kind: ErrorKind, message: string): string {
-    return encodeSseData(JSON.stringify(openAIErrorBody(kind, message)))
+  error(kind: ErrorKind, message: string, own?: UpstreamError): string {
+    const { error } = openAIErrorBody(kind, message)
+    return encodeSseData(
+      JSON.stringify({
+        error: { ...error, type: own?.type ?? error.type, code: own?.code ?? kind },
+      }),
+    )
   }
 }
 

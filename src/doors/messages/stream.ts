@@ -2,7 +2,7 @@ import type { ErrorKind } from '../../errors.js'
 import { parseEvent } from '../event.js'
 import { isRecord } from '../../wire/chat.js'
 import type { SseEvent } from '../../wire/sse.js'
-import type { DoorStream, Json, Part, RoundEnd } from '../../pipeline/door.js'
+import type { DoorStream, Json, Part, RoundEnd, UpstreamError } from '../../pipeline/door.js'
 import { anthropicErrorBody, partOf } from './index.js'
 
 interface BlockState {
@@ -95,8 +95,10 @@ export class MessagesStream implements DoorStream {
     ]
   }
 
-  error(kind: ErrorKind, message: string): string {
-    return sse('error', JSON.stringify(anthropicErrorBody(kind, message)))
+  error(kind: ErrorKind, message: string, own?: UpstreamError): string {
+    const body = anthropicErrorBody(kind, message)
+    if (own?.type === undefined) return sse('error', JSON.stringify(body))
+    return sse('error', JSON.stringify({ type: 'error', error: { type: own.type, message } }))
   }
 }
 

@@ -2,7 +2,7 @@ import { openAIErrorBody, type ErrorKind } from '../../errors.js'
 import { parseEvent } from '../event.js'
 import { isRecord } from '../../wire/chat.js'
 import { SSE_DONE, type SseEvent } from '../../wire/sse.js'
-import type { DoorStream, Json, Part, RoundEnd } from '../../pipeline/door.js'
+import type { DoorStream, Json, Part, RoundEnd, UpstreamError } from '../../pipeline/door.js'
 import { partOf } from './index.js'
 
 const TERMINAL = new Set(['response.completed', 'response.incomplete'])
@@ -104,7 +104,7 @@ export class ResponsesStream implements DoorStream {
     return [this.#emit(end)]
   }
 
-  error(kind: ErrorKind, message: string): string {
+  error(kind: ErrorKind, message: string, own?: UpstreamError): string {
     const body = openAIErrorBody(kind, message).error
     return this.#emit({
       type: 'response.failed',
@@ -112,7 +112,7 @@ export class ResponsesStream implements DoorStream {
       response: {
         id: this.#responseId,
         status: 'failed',
-        error: { code: kind, message: body.message },
+        error: { code: own?.code ?? own?.type ?? kind, message: body.message },
       },
     })
   }

@@ -1,0 +1,105 @@
+/**
+ * An upstream that fails the round after a recall, mid-stream (the client's 200 is sent): the
+ * door's error event carries the upstream's own error type and code, so an SDK that retries an
+ * overloaded or rate-limited API still does.
+ */
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { createStore } from '../../src/store/index.js'
+import { DOORS } from '../helpers/doors.js'
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { startProxy, type TestProxy } from '../helpers/proxy.js'
+
+const OWN_ERROR = {
+  chat: { type: 'requests', code: 'rate_limit_exceeded' },
+  responses: { type: 'requests', code: 'rate_limit_exceeded' },
+  messages: { type: 'overloaded_error' },
+} as const
+
+/**
+ * The status and body the proxy answered `send` with: the door clients refuse a stream that
+ * ends in an error (as they should), so the answer is taken as it goes by.
+ */
+async function rawAnswer(send: () => Promise<unknown>): Promise<{ status: number; raw: string }> {
+  const realFetch = globalThis.fetch
+  let seen = { status: 0, raw: '' }
+  globalThis.fetch = async (...args: Parameters<typeof fetch>) => {
+    const response = await realFetch(...args)
+    seen = { status: response.status, raw: await response.text() }
+    return new Response(seen.raw, { status: response.status, headers: response.headers })
+  }
+  try {
+    await send().catch(() => undefined)
+  } finally {
+    globalThis.fetch = realFetch
+  }
+  return seen
+}
+
+describe('the round after a recall fails, streaming', () => {
+  let upstream: FakeUpstream
+  let proxy: TestProxy
+  before(async () => {
+    upstream = await startFakeUpstream()
+    proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+    })
+  })
+  after(async () => {
+    await proxy.close()
+    await upstream.close()
+  })
+
+  for (const door of DOORS)
+    test(`${door.name}: the error event carries the upstream's own error`, async () => {
+      const own = OWN_ERROR[door.name]
+      const status = door.name === 'messages' ? 529 : 429
+      const body =
+        door.name === 'messages'
+          ? { type: 'error', error: { type: own.type, message: 'Overloaded' } }
+          : { error: { message: 'Rate limit reached', param: null, ...own } }
+      upstream.setScript((request, index) => {
+        if (index === 0)
+          return door.respond(
+            request,
+            { calls: [{ id: 'c1', name: 'Bash', args: { command: 'ls' } }] },
+            0,
+          )
+        if (index === 1)
+          return door.respond(
+            request,
+            { calls: [{ id: 'r1', name: 'recall', args: { id: '#0001' } }] },
+            1,
+          )
+        return {
+          status,
+          body: JSON.stringify(body),
+          headers: { 'content-type': 'application/json' },
+        }
+      })
+      upstream.requests.length = 0
+      const client = door.client({ stream: true })
+      client.user('list the files')
+      const first = await client.send(proxy.url)
+      client.results(first.calls, ['a.ts\nb.ts'])
+      const failed = await rawAnswer(() => client.send(proxy.url))
+      assert.equal(upstream.requests.length, 3, 'the recall was answered and sent on')
+      assert.equal(failed.status, 200)
+      if (door.name === 'messages')
+        assert.match(
+          failed.raw,
+          /event: error\ndata: \{"type":"error","error":\{"type":"overloaded_error","message":"Overloaded"\}\}/,
+        )
+      else if (door.name === 'chat')
+        assert.match(
+          failed.raw,
+          /data: \{"error":\{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"\}\}/,
+        )
+      else
+        assert.match(
+          failed.raw,
+          /"status":"failed","error":\{"code":"rate_limit_exceeded","message":"Rate limit reached"\}/,
+        )
+    })
+})
