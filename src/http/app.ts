@@ -68,6 +68,7 @@ export function createApp(deps: AppDeps): Hono {
   for (const door of DOORS) {
     app.post('/v1' + door.path, async (c) => {
       const encoding = c.req.header('content-encoding')
+      const query = new URL(c.req.url).search
       const codings = contentCodings(encoding)
       const coded = codings.length > 0
       // A coded body is let in once decoded, by its size then (its prefixes digested then too).
@@ -83,7 +84,7 @@ export function createApp(deps: AppDeps): Hono {
           })
           const response = await deps.upstream.send({
             method: 'POST',
-            path: door.path,
+            path: door.path + query,
             headers: { ...headers, 'content-encoding': encoding! },
             body: received,
             signal: c.req.raw.signal,
@@ -105,6 +106,7 @@ export function createApp(deps: AppDeps): Hono {
             coded: coded ? { bytes: received, encoding: encoding! } : undefined,
             clientHeaders: c.req.raw.headers,
             compactionSignal: c.req.header(deps.options.compactionHeader),
+            query,
             headers,
             signal: c.req.raw.signal,
             prefixes,

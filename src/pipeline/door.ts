@@ -68,6 +68,15 @@ export interface UpstreamError {
   readonly message?: string | undefined
 }
 
+/** The `error` object of an upstream's body (`{error:{…}}`, Anthropic's `{type,error:{…}}`). */
+export function upstreamError(body: unknown): UpstreamError | undefined {
+  const error = typeof body === 'object' && body !== null ? (body as Json).error : undefined
+  if (typeof error !== 'object' || error === null) return undefined
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
+  const { type, code, message } = error as Json
+  return { type: text(type), code: text(code), message: text(message) }
+}
+
 /**
  * One wire format, as the pipeline sees it (the adapters in src/doors implement it). A door parses and checks its requests, maps their items to and from the
  * rebuild's view, adds the prompt block and `recall` in its own shape, reads answers (whole and

@@ -83,6 +83,8 @@ export interface RequestInput {
   readonly parsed?: (() => void) | undefined
   /** The compaction header's value, when the client sent it. */
   readonly compactionSignal?: string | undefined
+  /** The request's query string (`?beta=true`, as Claude Code sends it), forwarded as it came. */
+  readonly query?: string | undefined
 }
 
 /**
@@ -234,7 +236,7 @@ async function run(
     const coded = input.coded
     const response = await deps.upstream.send({
       method: 'POST',
-      path: door.path,
+      path: door.path + (input.query ?? ''),
       headers: {
         ...input.headers,
         'content-type': 'application/json',
@@ -279,6 +281,7 @@ async function run(
     signal: input.signal,
     recall: prepared.recall === 'proxy' ? deps.recall : null,
     upstream: deps.upstream.forPath(door.path),
+    query: input.query ?? '',
     store: deps.store,
     nextIds: deps.memos.nextIds,
     rules: deps.rules,

@@ -1,5 +1,4 @@
-import type { Door, Json, Part, RoundEnd, UpstreamError } from './door.js'
-import { isRecord } from '../wire/chat.js'
+import { upstreamError, type Door, type Json, type Part, type RoundEnd } from './door.js'
 import type { Memo } from '../memo.js'
 import { LembasError } from '../errors.js'
 import type { Logger } from '../log.js'
@@ -31,6 +30,8 @@ export interface Turn {
   /** Null when the client defines its own `recall`: nothing is intercepted. */
   readonly recall: RecallSetup | null
   readonly upstream: Upstream
+  /** The client's query string, sent with every round. */
+  readonly query: string
   readonly store: Store
   /** Each session's next id as this process last claimed it (recall answers claim ids too). */
   readonly nextIds: Memo<number>
@@ -42,7 +43,7 @@ export interface Turn {
 export function send(turn: Turn, extra: readonly Json[] = []): Promise<UpstreamResponse> {
   return turn.upstream.send({
     method: 'POST',
-    path: turn.door.path,
+    path: turn.door.path + turn.query,
     headers: { ...turn.headers, 'content-type': 'application/json' },
     body: bodyBytes(turn.body, extra),
     signal: turn.signal,
@@ -140,15 +141,6 @@ async function readAll(turn: Turn, response: UpstreamResponse): Promise<string> 
   }
 }
 
-/** The upstream's own error in a body, OpenAI's `{error:{…}}` or Anthropic's alike. */
-function upstreamError(body: string): UpstreamError | undefined {
-  const json = parseAnswer(body)
-  const error = isRecord(json) ? json.error : undefined
-  if (!isRecord(error)) return undefined
-  const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
-  return { type: text(error.type), code: text(error.code), message: text(error.message) }
-}
-
 /** A whole (non-streaming) answer through the recall loop. */
 export async function completeAnswer(turn: Turn, meter: Meter): Promise<Answer> {
   const loop = new RecallLoop(turn, meter)
@@ -201,7 +193,7 @@ export async function* streamAnswer(
       if (response.status !== 200) {
         // The client's 200 is gone already: its error event says what the upstream said.
         const detail = await readAll(turn, response)
-        const own = upstreamError(detail)
+        const own = upstreamError(parseAnswer(detail))
         const message =
           own?.message ??
           `upstream answered ${response.status} after a recall: ${detail.slice(0, 500)}`

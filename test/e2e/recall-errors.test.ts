@@ -102,4 +102,18 @@ describe('the round after a recall fails, streaming', () => {
           /"status":"failed","error":\{"code":"rate_limit_exceeded","message":"Rate limit reached"\}/,
         )
     })
+
+  test("responses: a chat server's {error} in the stream ends it as the door's failure, no `event: undefined`", async () => {
+    const door = DOORS.find((d) => d.name === 'responses')!
+    const own = { message: 'boom', type: 'server_error', code: 'busy' }
+    upstream.setScript(() => ({ sse: [{ error: own }], done: false }))
+    const client = door.client({ stream: true })
+    client.user('hi')
+    const failed = await rawAnswer(() => client.send(proxy.url))
+    assert.doesNotMatch(failed.raw, /event: undefined/)
+    assert.match(
+      failed.raw,
+      /event: response\.failed\n.*"error":\{"code":"busy","message":"boom"\}/,
+    )
+  })
 })

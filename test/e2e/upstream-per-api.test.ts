@@ -43,6 +43,22 @@ test('each door reaches its own upstream; other paths the default; healthz and t
           `${door.name} requests at the ${other.name} upstream`,
         )
     }
+    // The query string goes with a door's request (Claude Code posts /v1/messages?beta=true),
+    // plain (no tools) or rebuilt, and so does every recall round's.
+    for (const tools of [undefined, [{ name: 'Bash', input_schema: { type: 'object' } }]]) {
+      const sent = await fetch(proxy.url + '/v1/messages?beta=true', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': 'k' },
+        body: JSON.stringify({
+          model: 'm',
+          max_tokens: 5,
+          tools,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      })
+      assert.equal(sent.status, 200, await sent.text())
+      assert.equal(fakes.messages!.requests.at(-1)!.path, '/v1/messages?beta=true')
+    }
     // A path below /v1/messages goes with it; any other /v1 path to the default upstream.
     const counted = await fetch(proxy.url + '/v1/messages/count_tokens', {
       method: 'POST',

@@ -2,7 +2,14 @@ import { openAIErrorBody, type ErrorKind } from '../../errors.js'
 import { parseEvent } from '../event.js'
 import { isRecord } from '../../wire/chat.js'
 import { SSE_DONE, type SseEvent } from '../../wire/sse.js'
-import type { DoorStream, Json, Part, RoundEnd, UpstreamError } from '../../pipeline/door.js'
+import {
+  upstreamError,
+  type DoorStream,
+  type Json,
+  type Part,
+  type RoundEnd,
+  type UpstreamError,
+} from '../../pipeline/door.js'
 import { partOf } from './index.js'
 
 const TERMINAL = new Set(['response.completed', 'response.incomplete'])
@@ -34,6 +41,16 @@ export class ResponsesStream implements DoorStream {
     if (sse.data === SSE_DONE) return { out: [] }
     const event = parseEvent(sse.data)
     const type = event.type
+    // Not the Responses grammar: an `{"error":…}` (as chat servers send it) ends the stream as
+    // the door's failure, with the upstream's own code; anything else without a type is no event.
+    if (typeof type !== 'string') {
+      const own = upstreamError(event)
+      if (!own) return { out: [] }
+      return {
+        out: [this.error('upstream_bad_response', own.message ?? 'the upstream failed', own)],
+        stop: true,
+      }
+    }
     if (type === 'response.created' || type === 'response.in_progress') {
       if (this.#round > 0) return { out: [] }
       if (isRecord(event.response)) this.#responseId ??= event.response.id
