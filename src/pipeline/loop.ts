@@ -10,6 +10,7 @@ import type { Store } from '../store/store.js'
 import type { Upstream, UpstreamResponse } from '../upstream/index.js'
 import type { ContextRules } from '../context/index.js'
 import { decodeSse } from '../wire/sse.js'
+import { text } from 'node:stream/consumers'
 import { bodyBytes, type UpstreamBody } from './body.js'
 import { parseAnswer } from './json.js'
 import { answerRecalls, type RecallSetup } from './recall.js'
@@ -135,7 +136,7 @@ export interface Answer {
  */
 async function readAll(turn: Turn, response: UpstreamResponse): Promise<string> {
   try {
-    return await response.body.text()
+    return await text(response.body)
   } catch (error) {
     throw turn.upstream.mapError(error, turn.signal)
   }

@@ -1,4 +1,5 @@
-import type { Readable } from 'node:stream'
+import { pipeline, type Readable, type Transform } from 'node:stream'
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib'
 import { Pool, type Dispatcher } from 'undici'
 import { toAbortError, toUpstreamError, type UpstreamErrorContext } from './errors.js'
 import { parseUpstreamTarget, upstreamPath } from './target.js'
@@ -31,8 +32,8 @@ export type UpstreamRequest = {
   signal?: AbortSignal
 }
 
-/** undici's body: async-iterable of Buffer, with .text(), .json() and .arrayBuffer(). */
-export type UpstreamBody = Dispatcher.ResponseData['body']
+/** The upstream's body, decoded when it came compressed: an async-iterable of Buffers. */
+export type UpstreamBody = Readable
 
 export type UpstreamResponse = {
   status: number
@@ -124,11 +125,11 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         body: (request.body ?? null) as string | Uint8Array | Readable | null,
         signal: request.signal ?? null,
       })
-      return {
+      return decoded({
         status: response.statusCode,
         headers: definedHeaders(response.headers),
         body: response.body,
-      }
+      })
     } catch (error) {
       throw mapError(error, request.signal)
     }
@@ -155,6 +156,30 @@ function forwardableHeaders(headers: Record<string, string>): Record<string, str
     if (!FRAMING_HEADERS.has(lowerName)) result[lowerName] = value
   }
   return result
+}
+
+const DECODERS: Record<string, () => Transform> = {
+  gzip: () => createGunzip(),
+  'x-gzip': () => createGunzip(),
+  deflate: () => createInflate(),
+  br: () => createBrotliDecompress(),
+}
+
+/**
+ * The proxy asks for no coding, but some servers compress anyway: the body is decoded here,
+ * once, so a door reads its JSON and SSE and the client gets bytes that match their headers.
+ * A coding it does not know goes as it came, its header with it.
+ */
+function decoded(response: UpstreamResponse): UpstreamResponse {
+  const coding = response.headers['content-encoding']
+  const decoder = typeof coding === 'string' ? DECODERS[coding.trim().toLowerCase()] : undefined
+  if (!decoder) return response
+  const headers = { ...response.headers }
+  delete headers['content-encoding']
+  delete headers['content-length']
+  // A failure of either side (a cut, a corrupt body) ends the decoded body with it.
+  const body = pipeline(response.body, decoder(), () => {})
+  return { ...response, headers, body }
 }
 
 function definedHeaders(

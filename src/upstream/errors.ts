@@ -71,6 +71,8 @@ export function toUpstreamError(error: unknown, context: UpstreamErrorContext): 
       return fail('upstream_bad_response', 'sent a malformed response')
   }
   if (code.startsWith('HPE_')) return fail('upstream_bad_response', 'sent a malformed response')
+  if (code.startsWith('Z_') || code === 'ERR_BROTLI_DECOMPRESSION_FAILED')
+    return fail('upstream_bad_response', 'sent a body its Content-Encoding does not decode')
   // TLS failures carry OpenSSL codes (CERT_HAS_EXPIRED, ERR_TLS_CERT_ALTNAME_INVALID, …).
   if (code.includes('CERT') || code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL')) {
     return fail('upstream_unreachable', 'failed the TLS handshake')

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib'
 import { Readable } from 'node:stream'
+import { text } from 'node:stream/consumers'
 import { afterEach, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { LembasError } from '../../src/errors.js'
@@ -9,6 +12,11 @@ import { createUpstream, type Upstream } from '../../src/upstream/index.js'
 import { toUpstreamError } from '../../src/upstream/errors.js'
 import { parseUpstreamTarget, upstreamPath } from '../../src/upstream/target.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+
+/** Reads an answer's body to its end. */
+async function drain(response: Promise<{ body: Readable }>): Promise<void> {
+  await text((await response).body)
+}
 
 const cleanups: (() => Promise<void>)[] = []
 afterEach(async () => {
@@ -107,7 +115,7 @@ describe('createUpstream', () => {
     })
     assert.equal(response.status, 200)
     assert.match(String(response.headers['content-type']), /application\/json/)
-    const body = (await response.body.json()) as { object: string }
+    const body = JSON.parse(await text(response.body)) as { object: string }
     assert.equal(body.object, 'chat.completion')
 
     const [recorded] = fake.requests
@@ -125,7 +133,7 @@ describe('createUpstream', () => {
   test('sends a GET without a body, and a Uint8Array or stream body', async () => {
     const fake = await fakeWith()
     const upstream = upstreamFor(fake.url)
-    await (await upstream.send({ method: 'GET', path: '/models', headers: {} })).body.dump()
+    await await drain(upstream.send({ method: 'GET', path: '/models', headers: {} }))
     await (
       await upstream.send({
         method: 'POST',
@@ -133,7 +141,7 @@ describe('createUpstream', () => {
         headers: {},
         body: new TextEncoder().encode('bytes'),
       })
-    ).body.dump()
+    ).body.resume()
     await (
       await upstream.send({
         method: 'POST',
@@ -141,7 +149,7 @@ describe('createUpstream', () => {
         headers: {},
         body: Readable.from(['str', 'eam']),
       })
-    ).body.dump()
+    ).body.resume()
     assert.deepEqual(
       fake.requests.map((recorded) => [recorded.method, recorded.path, recorded.body]),
       [
@@ -166,7 +174,7 @@ describe('createUpstream', () => {
       },
       body: '{}',
     })
-    await response.body.dump()
+    await text(response.body)
     const headers = fake.requests[0]?.headers ?? {}
     assert.equal(headers['content-length'], '2')
     assert.equal(headers['host'], new URL(fake.url).host)
@@ -179,14 +187,14 @@ describe('createUpstream', () => {
     url.username = 'user'
     url.password = 'pass'
     const upstream = upstreamFor(url.href)
-    await (await upstream.send({ method: 'GET', path: '/models', headers: {} })).body.dump()
+    await await drain(upstream.send({ method: 'GET', path: '/models', headers: {} }))
     await (
       await upstream.send({
         method: 'GET',
         path: '/models',
         headers: { Authorization: 'Bearer k' },
       })
-    ).body.dump()
+    ).body.resume()
     assert.equal(
       fake.requests[0]?.headers['authorization'],
       `Basic ${Buffer.from('user:pass').toString('base64')}`,
@@ -206,7 +214,7 @@ describe('createUpstream', () => {
       headers: {},
       body: '{}',
     })
-    await response.body.dump()
+    await text(response.body)
     assert.equal(response.status, 302)
     assert.equal(response.headers['location'], 'http://127.0.0.1:1/elsewhere')
     assert.equal(fake.requests.length, 1)
@@ -221,7 +229,7 @@ describe('createUpstream', () => {
       body: '{}',
     })
     assert.equal(response.status, 400)
-    assert.deepEqual(await response.body.json(), { error: { message: 'bad' } })
+    assert.deepEqual(JSON.parse(await text(response.body)), { error: { message: 'bad' } })
   })
 
   test('a refused connection is upstream_unreachable, quickly, and names no credentials', async () => {
@@ -399,6 +407,41 @@ describe('createUpstream', () => {
       })(),
       (error: unknown) =>
         isKind('upstream_unreachable')(error) && /closed the connection/.test(String(error)),
+    )
+  })
+
+  test('a body compressed unasked is decoded, its header dropped; a corrupt one is upstream_bad_response', async () => {
+    const json = '{"object":"chat.completion","text":"' + 'x'.repeat(5000) + '"}'
+    const bodies: Record<string, Buffer> = {
+      gzip: gzipSync(json),
+      deflate: deflateSync(json),
+      br: brotliCompressSync(json),
+      broken: Buffer.from('not gzip at all'),
+    }
+    const server = createHttpServer((request, response) => {
+      const coding = request.url!.slice(1)
+      response.writeHead(200, {
+        'content-type': 'application/json',
+        'content-encoding': coding === 'broken' ? 'gzip' : coding,
+      })
+      response.end(bodies[coding])
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    cleanups.push(() => new Promise((resolve) => server.close(() => resolve())))
+    const upstream = upstreamFor(`http://127.0.0.1:${(server.address() as { port: number }).port}`)
+    for (const coding of ['gzip', 'deflate', 'br']) {
+      const response = await upstream.send({ method: 'GET', path: '/' + coding, headers: {} })
+      assert.equal(response.headers['content-encoding'], undefined, coding)
+      assert.equal(await text(response.body), json, coding)
+    }
+    const broken = await upstream.send({ method: 'GET', path: '/broken', headers: {} })
+    await assert.rejects(
+      text(broken.body).catch((error: unknown) => {
+        throw upstream.mapError(error)
+      }),
+      (error: unknown) =>
+        isKind('upstream_bad_response')(error) &&
+        /Content-Encoding does not decode/.test(String(error)),
     )
   })
 
