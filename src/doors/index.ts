@@ -8,3 +8,13 @@ export { chatDoor, messagesDoor, responsesDoor }
 
 /** Every front door the proxy serves, each under `/v1` + its path. */
 export const DOORS: readonly Door[] = [chatDoor, responsesDoor, messagesDoor]
+
+/**
+ * The door whose API a path is: its own path or one below it (`/v1/messages/count_tokens` is
+ * the Messages API's, and its errors are in Anthropic's shape).
+ */
+export function doorOfPath(path: string): Door | undefined {
+  return DOORS.find(
+    (door) => path === '/v1' + door.path || path.startsWith('/v1' + door.path + '/'),
+  )
+}

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import { Hono, type Context } from 'hono'
-import { DOORS } from '../doors/index.js'
+import { DOORS, doorOfPath } from '../doors/index.js'
 import type { Door, Json } from '../pipeline/door.js'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import { warnOnce, type Logger } from '../log.js'
@@ -35,7 +35,7 @@ export interface AppDeps extends PipelineDeps {
 /** The proxy's routes. It never listens: cli.ts does, and tests call it over real HTTP. */
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono()
-  app.onError((error, c) => errorResponse(c, error, deps.log))
+  app.onError((error, c) => errorResponse(c, error, deps.log, doorOfPath(c.req.path)))
   app.notFound((c) =>
     c.json(openAIErrorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404),
   )
@@ -126,7 +126,8 @@ export function createApp(deps: AppDeps): Hono {
   app.all('/v1/*', async (c) => {
     const url = new URL(c.req.url)
     const headers = upstreamHeaders(c.req.raw.headers)
-    // Bytes pass through untouched here, compressed or not, so the client's choice stands.
+    // Bytes pass through untouched here, compressed or not, so the client's choice stands
+    // (not decoded on the way, as a door's answer is).
     const accepted = c.req.header('accept-encoding')
     if (accepted) headers['accept-encoding'] = accepted
     const encoding = c.req.header('content-encoding')
@@ -137,6 +138,7 @@ export function createApp(deps: AppDeps): Hono {
       headers,
       body: c.req.raw.body ? Readable.fromWeb(c.req.raw.body as never) : null,
       signal: c.req.raw.signal,
+      decode: false,
     })
     return toResponse({ kind: 'upstream', response }, true)
   })

@@ -5,7 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
-import { DOORS } from '../doors/index.js'
+import { doorOfPath } from '../doors/index.js'
 import { openAIErrorBody } from '../errors.js'
 
 /** The request header that carries the shared secret. */
@@ -30,7 +30,7 @@ export function sharedSecret(secret: string): MiddlewareHandler {
           ? `this proxy needs its shared secret in the ${AUTH_HEADER} header (--auth)`
           : `the ${AUTH_HEADER} header does not match the proxy's shared secret (--auth)`
       // In the API's own shape: Claude Code reads Anthropic's, the others OpenAI's.
-      const door = DOORS.find((d) => c.req.path === '/v1' + d.path)
+      const door = doorOfPath(c.req.path)
       const body = door
         ? door.errorBody('unauthorized', message)
         : openAIErrorBody('unauthorized', message)

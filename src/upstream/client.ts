@@ -30,6 +30,8 @@ export type UpstreamRequest = {
   headers: Record<string, string>
   body?: string | Uint8Array | NodeJS.ReadableStream | null
   signal?: AbortSignal
+  /** False: an answer compressed comes as it came, its Content-Encoding with it (default true). */
+  decode?: boolean
 }
 
 /** The upstream's body, decoded when it came compressed: an async-iterable of Buffers. */
@@ -125,11 +127,12 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         body: (request.body ?? null) as string | Uint8Array | Readable | null,
         signal: request.signal ?? null,
       })
-      return decoded({
+      const answer = {
         status: response.statusCode,
         headers: definedHeaders(response.headers),
         body: response.body,
-      })
+      }
+      return request.decode === false ? answer : decoded(answer)
     } catch (error) {
       throw mapError(error, request.signal)
     }

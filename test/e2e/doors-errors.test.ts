@@ -93,4 +93,31 @@ describe('bad requests on every door', () => {
       }
     assert.equal(upstream.requests.length, 0, 'nothing reached the upstream')
   })
+
+  test("a path below /v1/messages (count_tokens) answers the proxy's own errors in Anthropic's shape", async () => {
+    // Nothing listens upstream: a 502; with --auth and no secret: a 401. Both as Claude Code reads them.
+    const secured = await startProxy({
+      upstreamUrl: 'http://127.0.0.1:9/v1',
+      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+      authSecret: 's3cret',
+    })
+    try {
+      const post = (headers: Record<string, string>) =>
+        fetch(secured.url + '/v1/messages/count_tokens', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': 'k', ...headers },
+          body: '{}',
+        })
+      const refused = await post({})
+      assert.equal(refused.status, 401)
+      assert.equal(((await refused.json()) as any).error.type, 'authentication_error')
+      const unreachable = await post({ 'x-lembas-auth': 's3cret' })
+      assert.equal(unreachable.status, 502)
+      const body = (await unreachable.json()) as any
+      assert.equal(body.type, 'error')
+      assert.equal(body.error.type, 'api_error')
+    } finally {
+      await secured.close()
+    }
+  })
 })
