@@ -4,11 +4,9 @@
  * overloaded or rate-limited API still does.
  */
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
-import { createStore } from '../../src/store/index.js'
+import { describe, test } from 'node:test'
 import { DOORS } from '../helpers/doors.js'
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
-import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { proxyOnFake } from '../helpers/proxy.js'
 
 const OWN_ERROR = {
   chat: { type: 'requests', code: 'rate_limit_exceeded' },
@@ -37,19 +35,7 @@ async function rawAnswer(send: () => Promise<unknown>): Promise<{ status: number
 }
 
 describe('the round after a recall fails, streaming', () => {
-  let upstream: FakeUpstream
-  let proxy: TestProxy
-  before(async () => {
-    upstream = await startFakeUpstream()
-    proxy = await startProxy({
-      upstreamUrl: upstream.url,
-      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
-    })
-  })
-  after(async () => {
-    await proxy.close()
-    await upstream.close()
-  })
+  const fixture = proxyOnFake()
 
   for (const door of DOORS)
     test(`${door.name}: the error event carries the upstream's own error`, async () => {
@@ -59,7 +45,7 @@ describe('the round after a recall fails, streaming', () => {
         door.name === 'messages'
           ? { type: 'error', error: { type: own.type, message: 'Overloaded' } }
           : { error: { message: 'Rate limit reached', param: null, ...own } }
-      upstream.setScript((request, index) => {
+      fixture.upstream.setScript((request, index) => {
         if (index === 0)
           return door.respond(
             request,
@@ -78,13 +64,13 @@ describe('the round after a recall fails, streaming', () => {
           headers: { 'content-type': 'application/json' },
         }
       })
-      upstream.requests.length = 0
+      fixture.upstream.requests.length = 0
       const client = door.client({ stream: true })
       client.user('list the files')
-      const first = await client.send(proxy.url)
+      const first = await client.send(fixture.proxy.url)
       client.results(first.calls, ['a.ts\nb.ts'])
-      const failed = await rawAnswer(() => client.send(proxy.url))
-      assert.equal(upstream.requests.length, 3, 'the recall was answered and sent on')
+      const failed = await rawAnswer(() => client.send(fixture.proxy.url))
+      assert.equal(fixture.upstream.requests.length, 3, 'the recall was answered and sent on')
       assert.equal(failed.status, 200)
       if (door.name === 'messages')
         assert.match(
@@ -106,10 +92,10 @@ describe('the round after a recall fails, streaming', () => {
   test("responses: a chat server's {error} in the stream ends it as the door's failure, no `event: undefined`", async () => {
     const door = DOORS.find((d) => d.name === 'responses')!
     const own = { message: 'boom', type: 'server_error', code: 'busy' }
-    upstream.setScript(() => ({ sse: [{ error: own }], done: false }))
+    fixture.upstream.setScript(() => ({ sse: [{ error: own }], done: false }))
     const client = door.client({ stream: true })
     client.user('hi')
-    const failed = await rawAnswer(() => client.send(proxy.url))
+    const failed = await rawAnswer(() => client.send(fixture.proxy.url))
     assert.doesNotMatch(failed.raw, /event: undefined/)
     assert.match(
       failed.raw,

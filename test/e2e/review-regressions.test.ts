@@ -1,11 +1,10 @@
 /** Cases a review found: each once gave the model different bytes, a wrong id or a broken stream. */
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
-import { createStore } from '../../src/store/index.js'
+import { describe, test } from 'node:test'
 import { assembleStream } from '../helpers/agent.js'
-import { chatCompletion, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { chatCompletion } from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel, toolTexts } from '../helpers/model.js'
-import { postChat, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { postChat, proxyOnFake } from '../helpers/proxy.js'
 
 const TOOLS = [
   { type: 'function', function: { name: 'Bash', parameters: { type: 'object', properties: {} } } },
@@ -17,23 +16,11 @@ const call = (id: string) => ({
 })
 
 describe('review regressions', () => {
-  let upstream: FakeUpstream
-  let proxy: TestProxy
-  before(async () => {
-    upstream = await startFakeUpstream()
-    proxy = await startProxy({
-      upstreamUrl: upstream.url,
-      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
-    })
-  })
-  after(async () => {
-    await proxy.close()
-    await upstream.close()
-  })
+  const fixture = proxyOnFake()
 
   test('a text reply after a recall is restored only in its place, not wherever the same text stands', async () => {
-    upstream.requests.length = 0
-    upstream.setScript(
+    fixture.upstream.requests.length = 0
+    fixture.upstream.setScript(
       scriptedModel([
         { calls: [{ name: 'recall', args: { id: '#0001' } }] },
         { content: 'Done.' },
@@ -47,9 +34,9 @@ describe('review regressions', () => {
       { role: 'assistant', content: 'Done.' },
       { role: 'user', content: 'second' },
     ]
-    await postChat(proxy.url, { model: 'm', tools: TOOLS, messages: history }, headers)
+    await postChat(fixture.proxy.url, { model: 'm', tools: TOOLS, messages: history }, headers)
     await postChat(
-      proxy.url,
+      fixture.proxy.url,
       {
         model: 'm',
         tools: TOOLS,
@@ -61,7 +48,7 @@ describe('review regressions', () => {
       },
       headers,
     )
-    const last = chatRequests(upstream.requests).at(-1)
+    const last = chatRequests(fixture.upstream.requests).at(-1)
     const roles = last.messages.map((m: any) => m.role + (m.tool_calls ? '+calls' : ''))
     assert.deepEqual(roles, [
       'system',
@@ -73,49 +60,52 @@ describe('review regressions', () => {
       'assistant',
       'user',
     ])
-    assert.deepEqual(prefixViolations(upstream.requests), [])
+    assert.deepEqual(prefixViolations(fixture.upstream.requests), [])
   })
 
   test('a later system message never moves the prompt block', async () => {
-    upstream.requests.length = 0
-    upstream.setScript(() => ({ json: chatCompletion({ content: 'ok' }) }))
+    fixture.upstream.requests.length = 0
+    fixture.upstream.setScript(() => ({ json: chatCompletion({ content: 'ok' }) }))
     const headers = { 'x-session-id': 'late-system' }
     const messages: any[] = [
       { role: 'user', content: 'hi' },
       call('c1'),
       { role: 'tool', tool_call_id: 'c1', content: 'out' },
     ]
-    await postChat(proxy.url, { model: 'm', tools: TOOLS, messages }, headers)
+    await postChat(fixture.proxy.url, { model: 'm', tools: TOOLS, messages }, headers)
     messages.push(
       { role: 'assistant', content: 'ok' },
       { role: 'system', content: 'a reminder' },
       { role: 'user', content: 'go on' },
     )
-    await postChat(proxy.url, { model: 'm', tools: TOOLS, messages }, headers)
-    assert.deepEqual(prefixViolations(upstream.requests), [])
-    assert.equal(chatRequests(upstream.requests).at(-1).messages.at(-2).content, 'a reminder')
+    await postChat(fixture.proxy.url, { model: 'm', tools: TOOLS, messages }, headers)
+    assert.deepEqual(prefixViolations(fixture.upstream.requests), [])
+    assert.equal(
+      chatRequests(fixture.upstream.requests).at(-1).messages.at(-2).content,
+      'a reminder',
+    )
   })
 
   test('a call id used again for a new result later gets a new id, not the old one', async () => {
-    upstream.requests.length = 0
-    upstream.setScript(() => ({ json: chatCompletion({ content: 'ok' }) }))
+    fixture.upstream.requests.length = 0
+    fixture.upstream.setScript(() => ({ json: chatCompletion({ content: 'ok' }) }))
     const headers = { 'x-session-id': 'reused-ids' }
     const messages: any[] = [
       { role: 'user', content: 'hi' },
       call('call_0'),
       { role: 'tool', tool_call_id: 'call_0', content: 'first' },
     ]
-    await postChat(proxy.url, { model: 'm', tools: TOOLS, messages }, headers)
+    await postChat(fixture.proxy.url, { model: 'm', tools: TOOLS, messages }, headers)
     messages.push(call('call_0'), { role: 'tool', tool_call_id: 'call_0', content: 'second' })
-    await postChat(proxy.url, { model: 'm', tools: TOOLS, messages }, headers)
-    assert.deepEqual(toolTexts(chatRequests(upstream.requests).at(-1)), [
+    await postChat(fixture.proxy.url, { model: 'm', tools: TOOLS, messages }, headers)
+    assert.deepEqual(toolTexts(chatRequests(fixture.upstream.requests).at(-1)), [
       '[#0001]\nfirst',
       '[#0002]\nsecond',
     ])
   })
 
   test('a last delta that comes with the finish reaches the client once; a call without index still arrives', async () => {
-    upstream.setScript(() => ({
+    fixture.upstream.setScript(() => ({
       sse: [
         {
           id: 'x',
@@ -146,7 +136,7 @@ describe('review regressions', () => {
         },
       ],
     }))
-    const reply = await postChat(proxy.url, {
+    const reply = await postChat(fixture.proxy.url, {
       model: 'm',
       stream: true,
       tools: TOOLS,

@@ -12,7 +12,9 @@ import type { Recorder } from '../../src/pipeline/handle.js'
 import { silentLogger, type Logger } from '../../src/log.js'
 import type { StatsCollector } from '../../src/stats/index.js'
 import { timedStore } from '../../src/stats/store.js'
-import type { Store } from '../../src/store/index.js'
+import { createStore, type Store } from '../../src/store/index.js'
+import { after, before } from 'node:test'
+import { startFakeUpstream, type FakeUpstream } from './fake-upstream.js'
 import { createUpstream } from '../../src/upstream/index.js'
 import type { Workspace } from '../../src/workspace/index.js'
 
@@ -29,6 +31,26 @@ export function defaultElide(...more: string[]): ElideSettings {
 export interface TestProxy {
   readonly url: string
   close(): Promise<void>
+}
+
+/**
+ * A fake upstream and a proxy on a memory store in front of it, started before the suite's
+ * tests and closed after them: `fixture.upstream`, `fixture.proxy` once they run.
+ */
+export function proxyOnFake(): { upstream: FakeUpstream; proxy: TestProxy } {
+  const fixture = {} as { upstream: FakeUpstream; proxy: TestProxy }
+  before(async () => {
+    fixture.upstream = await startFakeUpstream()
+    fixture.proxy = await startProxy({
+      upstreamUrl: fixture.upstream.url,
+      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+    })
+  })
+  after(async () => {
+    await fixture.proxy.close()
+    await fixture.upstream.close()
+  })
+  return fixture
 }
 
 /** A real lembas-proxy on a loopback port, in this process, in front of `upstreamUrl`. */
