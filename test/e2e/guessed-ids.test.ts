@@ -45,6 +45,11 @@ function noting(store: Store): { store: Store; claims: string[] } {
 
 const bash = (command: string) => ({ calls: [{ name: 'Bash', args: { command } }] })
 
+/** What the upstream sees of five `echo`s counting to five, each result with the next id. */
+const COUNTED = ['one', 'two', 'three', 'four', 'five'].map(
+  (word, i) => `[#000${i + 1}]\n${word}\n`,
+)
+
 describe('ids guessed and claimed with the write', () => {
   let upstream: FakeUpstream
   let project: string
@@ -93,13 +98,7 @@ describe('ids guessed and claimed with the write', () => {
       assert.deepEqual(b.claims, ['claim 3'])
       assert.deepEqual(prefixViolations(upstream.requests), [])
       const texts = toolTexts(chatRequests(upstream.requests).at(-1))
-      assert.deepEqual(texts, [
-        '[#0001]\none\n',
-        '[#0002]\ntwo\n',
-        '[#0003]\nthree\n',
-        '[#0004]\nfour\n',
-        '[#0005]\nfive\n',
-      ])
+      assert.deepEqual(texts, COUNTED)
     } finally {
       for (const proxy of proxies) await proxy.close()
       await a.store.close()
@@ -168,13 +167,7 @@ describe('ids guessed and claimed with the write', () => {
       assert.equal(await agent.ask('Count'), 'Done.')
       assert.deepEqual(prefixViolations(upstream.requests), [])
       const texts = toolTexts(chatRequests(upstream.requests).at(-1))
-      assert.deepEqual(texts, [
-        '[#0001]\none\n',
-        '[#0002]\ntwo\n',
-        '[#0003]\nthree\n',
-        '[#0004]\nfour\n',
-        '[#0005]\nfive\n',
-      ])
+      assert.deepEqual(texts, COUNTED)
       assert.deepEqual(noted.claims.slice(-2), ['claim and write 4', 'claim and write 5'])
     } finally {
       await proxy.close()
