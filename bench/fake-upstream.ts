@@ -224,7 +224,7 @@ const server = createServer((req, res) => {
     stats.bytes += bytes
     const tail = Buffer.concat(last).subarray(-WINDOW)
     const stream = tail.includes(STREAM) || (head?.includes(STREAM) ?? false)
-    const path = req.url ?? ''
+    const path = (req.url ?? '').split('?')[0]!
     const door = path.endsWith('/messages')
       ? 'messages'
       : path.endsWith('/responses')

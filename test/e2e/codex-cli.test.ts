@@ -75,7 +75,7 @@ describe('the real Codex CLI through /v1/responses', () => {
   before(async () => {
     home = mkdtempSync(join(tmpdir(), 'lembas-codex-'))
     upstream = await startFakeUpstream((request) => {
-      if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
+      if (!request.pathname.endsWith('/responses')) return { json: { object: 'list', data: [] } }
       const input = request.json.input as any[]
       const last = input.at(-1)
       if (last?.type === 'function_call_output' && last.call_id === 'call_codex_1') {
@@ -149,7 +149,7 @@ describe('the real Codex CLI signed in with ChatGPT: zstd request bodies', () =>
       const home = mkdtempSync(join(tmpdir(), 'lembas-codex-chatgpt-'))
       writeFileSync(join(home, 'auth.json'), JSON.stringify(chatGptSignIn()))
       const upstream = await startFakeUpstream((request) => {
-        if (request.method !== 'POST' || !request.path.endsWith('/responses'))
+        if (request.method !== 'POST' || !request.pathname.endsWith('/responses'))
           return { json: { object: 'list', data: [] } }
         const last = (request.json?.input as any[] | undefined)?.at(-1)
         // A body the fake cannot read (zstd passed through on Node 20) is answered as the last.
@@ -183,7 +183,7 @@ describe('the real Codex CLI signed in with ChatGPT: zstd request bodies', () =>
         const { stdout } = await run
         assert.match(stdout, /Counted\./)
         const posts = upstream.requests.filter(
-          (r) => r.method === 'POST' && r.path.endsWith('/responses'),
+          (r) => r.method === 'POST' && r.pathname.endsWith('/responses'),
         )
         assert.ok(posts.length > 0)
         // Its WebSocket attempt was refused by the proxy (426): it went over HTTP at once.
@@ -446,7 +446,7 @@ function commandsThenRecall(
 
 async function scriptedCodex(say: (request: RecordedRequest) => ResponsesSay) {
   const upstream: FakeUpstream = await startFakeUpstream((request) => {
-    if (!request.path.endsWith('/responses')) return { json: { object: 'list', data: [] } }
+    if (!request.pathname.endsWith('/responses')) return { json: { object: 'list', data: [] } }
     const output = [...outputOf(say(request))]
     return { sse: responsesEvents(`resp_${upstream.requests.length}`, output), done: false }
   })

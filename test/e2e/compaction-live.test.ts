@@ -416,7 +416,7 @@ for (const { provider, args } of CODEX_PROVIDERS) {
           }
         }
         const fake = await startFakeUpstream((request) => {
-          if (!request.path.endsWith('/responses') || request.method !== 'POST')
+          if (!request.pathname.endsWith('/responses') || request.method !== 'POST')
             return { json: { object: 'list', data: [] } }
           const input: any[] = request.json.input
           const texts = input.map((item) => partTexts({ content: item.content ?? '' }).join('\n'))

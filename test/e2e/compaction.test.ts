@@ -427,7 +427,7 @@ describe('rewinds, forks and pruned results', () => {
 
 test("an agent's own summary message (opencode's answer to its question) gets the table on the Messages door as on the chat door", async () => {
   const upstream = await startFakeUpstream((request) =>
-    request.path.endsWith('/messages')
+    request.pathname.endsWith('/messages')
       ? { json: anthropicMessage([{ type: 'text', text: 'ok' }]) }
       : { json: chatCompletion({ content: 'ok' }) },
   )

@@ -105,7 +105,7 @@ async function session(
     await upstream.close()
   }
   return upstream.requests
-    .filter((r) => r.path.endsWith(door.upstreamPath))
+    .filter((r) => r.pathname.endsWith(door.upstreamPath))
     .map((r) => JSON.stringify(r.json[door.historyField]))
 }
 
@@ -382,7 +382,7 @@ describe('a turn of parallel calls', () => {
         await proxy.close()
         await upstream.close()
       }
-      const sent = upstream.requests.filter((r) => r.path.endsWith(door.upstreamPath))
+      const sent = upstream.requests.filter((r) => r.pathname.endsWith(door.upstreamPath))
       assert.equal(sent.length, TURNS + 1)
       for (const [i, request] of sent.slice(1).entries()) {
         const results = door.results(request)
@@ -428,7 +428,7 @@ describe('a turn of parallel calls', () => {
       await proxy.close()
       await upstream.close()
     }
-    const last = upstream.requests.filter((r) => r.path.endsWith(door.upstreamPath)).at(-1)!
+    const last = upstream.requests.filter((r) => r.pathname.endsWith(door.upstreamPath)).at(-1)!
     // Each result and the call it answers, in order: an elided call names its own result's id.
     const calls: any[] = []
     let elided = 0

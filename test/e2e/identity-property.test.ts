@@ -414,7 +414,7 @@ async function runSession(
     await upstream.close()
   }
 
-  const sent = upstream.requests.filter((r) => r.path.endsWith(door.upstreamPath))
+  const sent = upstream.requests.filter((r) => r.pathname.endsWith(door.upstreamPath))
   sent.forEach((request, i) => {
     const where = `upstream request ${i + 1}`
     const results = door.results(request)

@@ -48,7 +48,7 @@ async function session(door: Door, proxyUrl: string, upstream: { requests: Recor
     if (answer.calls.length === 0) break
     client.results(answer.calls, [OUTPUTS[String(answer.calls[0]!.args.command)]!])
   }
-  const got = upstream.requests.filter((r) => r.path.endsWith(door.upstreamPath))
+  const got = upstream.requests.filter((r) => r.pathname.endsWith(door.upstreamPath))
   return { sent, got: got.slice(-sent.length) }
 }
 

@@ -125,7 +125,7 @@ describe('session-crossing-doors: one session id on chat with a recall, then on 
           assert.equal((await client.send(proxy.url)).status, 200)
         }
         for (const current of [DOORS[0]!, second]) {
-          const sent = upstream.requests.filter((r) => r.path.endsWith(current.upstreamPath))
+          const sent = upstream.requests.filter((r) => r.pathname.endsWith(current.upstreamPath))
           assert.deepEqual(
             prefixViolations(sent, { path: current.upstreamPath, field: current.historyField }),
             [],

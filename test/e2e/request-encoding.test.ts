@@ -107,7 +107,7 @@ describe('compressed request bodies', () => {
   before(async () => {
     upstream = await startFakeUpstream()
     upstream.setScript((request, n) => {
-      const door = DOORS.find((d) => request.path.endsWith(d.upstreamPath)) ?? DOORS[0]!
+      const door = DOORS.find((d) => request.pathname.endsWith(d.upstreamPath)) ?? DOORS[0]!
       return door.respond(request, { text: 'done' }, n)
     })
     dir = mkdtempSync(join(tmpdir(), 'lembas-encoding-'))

@@ -120,9 +120,9 @@ function doorsOf(tag: string): readonly Door[] {
 /** Answers each door in its own shape, with text only. */
 function upstreamOfDoors(): Promise<FakeUpstream> {
   return startFakeUpstream((request) => {
-    if (request.path.endsWith('/messages'))
+    if (request.pathname.endsWith('/messages'))
       return { json: anthropicMessage([{ type: 'text', text: 'ok' }]) }
-    if (request.path.endsWith('/responses'))
+    if (request.pathname.endsWith('/responses'))
       return {
         json: responsesJson('resp_1', [
           {

@@ -254,7 +254,7 @@ describe('headers', () => {
   let app: App
   before(async () => {
     upstream = await startFakeUpstream((request) =>
-      request.path.endsWith('/models')
+      request.pathname.endsWith('/models')
         ? { json: { object: 'list', data: [] } }
         : { json: chatCompletion({ content: 'ok' }) },
     )
@@ -484,7 +484,7 @@ describe('the shared secret (--auth)', () => {
   let app: App
   before(async () => {
     upstream = await startFakeUpstream((request: RecordedRequest) =>
-      request.path.endsWith('/models')
+      request.pathname.endsWith('/models')
         ? { json: { object: 'list', data: [] } }
         : { json: chatCompletion({ content: 'ok' }) },
     )

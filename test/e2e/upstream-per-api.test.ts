@@ -13,7 +13,7 @@ test('each door reaches its own upstream; other paths the default; healthz and t
   const fakes: Record<string, FakeUpstream> = {}
   for (const door of DOORS)
     fakes[door.name] = await startFakeUpstream((request) =>
-      request.path.endsWith('/count_tokens')
+      request.pathname.endsWith('/count_tokens')
         ? { json: { input_tokens: 7 } }
         : door.respond(request, { text: `answered by the ${door.name} upstream` }, 1),
     )
@@ -38,7 +38,7 @@ test('each door reaches its own upstream; other paths the default; healthz and t
       // Only its own upstream saw it.
       for (const other of DOORS)
         assert.equal(
-          fakes[other.name]!.requests.filter((r) => r.path.endsWith(door.upstreamPath)).length,
+          fakes[other.name]!.requests.filter((r) => r.pathname.endsWith(door.upstreamPath)).length,
           other.name === door.name ? 2 : 0,
           `${door.name} requests at the ${other.name} upstream`,
         )

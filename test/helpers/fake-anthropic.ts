@@ -116,7 +116,7 @@ export function scriptedClaude(
 
 /** The Messages requests the upstream received. */
 export function messagesRequests(requests: readonly RecordedRequest[]): RecordedRequest[] {
-  return requests.filter((r) => r.path.endsWith('/messages'))
+  return requests.filter((r) => r.pathname.endsWith('/messages'))
 }
 
 /** The events of an Anthropic SSE body, parsed. */
@@ -159,7 +159,7 @@ export function assembleMessage(events: readonly any[]): { content: any[]; stop_
  */
 export function claudeSideAnswer(request: RecordedRequest): FakeResponse | undefined {
   if (request.path.includes('/count_tokens')) return { json: { input_tokens: 1234 } }
-  if (!request.path.endsWith('/messages') || !request.json)
+  if (!request.pathname.endsWith('/messages') || !request.json)
     return { json: { data: [], has_more: false } }
   return undefined
 }

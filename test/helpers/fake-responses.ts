@@ -133,12 +133,12 @@ export function scriptedResponses(
 
 /** The Responses requests the upstream received, parsed. */
 export function responsesRequests(requests: readonly RecordedRequest[]): any[] {
-  return requests.filter((r) => r.path.endsWith('/responses')).map((r) => r.json)
+  return requests.filter((r) => r.pathname.endsWith('/responses')).map((r) => r.json)
 }
 
 /** Every request's input begins with the previous one's input items, byte for byte. */
 export function inputPrefixViolations(requests: readonly RecordedRequest[]): string[] {
-  const sent = requests.filter((r) => r.path.endsWith('/responses'))
+  const sent = requests.filter((r) => r.pathname.endsWith('/responses'))
   const problems = prefixViolations(requests, { path: '/responses', field: 'input' })
   for (let i = 1; i < sent.length; i++) {
     if (sent[i]!.json.instructions !== sent[i - 1]!.json.instructions)

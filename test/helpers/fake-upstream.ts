@@ -12,6 +12,8 @@ export type RecordedRequest = {
   method: string
   /** As received, with the query string: '/v1/chat/completions?x=1'. */
   path: string
+  /** The path without its query string: what a door is told by ('/v1/messages?beta=true'). */
+  pathname: string
   headers: Record<string, string | string[] | undefined>
   /** The raw body bytes, decoded as UTF-8. */
   body: string
@@ -86,6 +88,7 @@ export async function startFakeUpstream(script: FakeScript = defaultScript): Pro
     const recorded: RecordedRequest = {
       method: incoming.method ?? '',
       path: incoming.url ?? '',
+      pathname: (incoming.url ?? '').split('?')[0]!,
       headers: incoming.headers,
       body,
       json: parseJson(body),

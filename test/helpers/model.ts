@@ -58,7 +58,7 @@ function splitText(text: string): string[] {
 
 /** The chat requests the upstream received, parsed. */
 export function chatRequests(requests: readonly RecordedRequest[]): any[] {
-  return requests.filter((r) => r.path.endsWith('/chat/completions')).map((r) => r.json)
+  return requests.filter((r) => r.pathname.endsWith('/chat/completions')).map((r) => r.json)
 }
 
 /**
@@ -70,7 +70,7 @@ export function prefixViolations(
   /** Which requests (by path ending) and which of their arrays: chat's messages by default. */
   { path = '/chat/completions', field = 'messages' }: { path?: string; field?: string } = {},
 ): string[] {
-  const chats = requests.filter((r) => r.path.endsWith(path))
+  const chats = requests.filter((r) => r.pathname.endsWith(path))
   const problems: string[] = []
   for (let i = 1; i < chats.length; i++) {
     const before = chats[i - 1]!.json[field] as unknown[]

@@ -188,7 +188,7 @@ export function liveModel(
   let callNumber = 0
   const script: FakeScript = (request: RecordedRequest, index: number) => {
     const json = request.json
-    if (!request.path.endsWith('/chat/completions') || !json)
+    if (!request.pathname.endsWith('/chat/completions') || !json)
       return { status: 404, body: 'not found' }
     let say: Step
     if (!isMain(json)) {
