@@ -5,6 +5,7 @@
 export const ERROR_KINDS = {
   invalid_request: { status: 400, type: 'invalid_request_error' },
   unauthorized: { status: 401, type: 'invalid_request_error' },
+  forbidden: { status: 403, type: 'invalid_request_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
   body_too_large: { status: 413, type: 'invalid_request_error' },
   upstream_unreachable: { status: 502, type: 'upstream_error' },

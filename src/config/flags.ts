@@ -59,7 +59,7 @@ export const FLAGS = {
   'stop-grace-s': {
     env: 'LEMBAS_STOP_GRACE_S',
     default: '10',
-    help: 'on a stop signal, requests under way have this long to finish (a second Ctrl-C: none); then each gets an error in its API\'s shape',
+    help: "on a stop signal, requests under way have this long to finish (a second Ctrl-C: none); then each gets an error in its API's shape",
   },
   'max-connections': {
     env: 'LEMBAS_MAX_CONNECTIONS',

@@ -9,7 +9,7 @@ import { admitBody, NOT_ADMITTED } from '../pipeline/admission.js'
 import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { turnBegins } from '../pace/index.js'
 import { isAbortError } from '../upstream/index.js'
-import { AUTH_HEADER, sharedSecret } from './auth.js'
+import { AUTH_HEADER, sameSiteOnly, sharedSecret } from './auth.js'
 import { dashboardHtml } from './dashboard.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
 import { readBody, sseStream, upstreamResponse } from './io.js'
@@ -39,6 +39,7 @@ export function createApp(deps: AppDeps): Hono {
   app.notFound((c) =>
     c.json(openAIErrorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404),
   )
+  app.use('*', sameSiteOnly())
   if (deps.options.authSecret) app.use('*', sharedSecret(deps.options.authSecret))
 
   app.get('/', (c) => c.html(dashboardHtml()))

@@ -29,15 +29,30 @@ export function sharedSecret(secret: string): MiddlewareHandler {
         given === undefined
           ? `this proxy needs its shared secret in the ${AUTH_HEADER} header (--auth)`
           : `the ${AUTH_HEADER} header does not match the proxy's shared secret (--auth)`
-      // In the API's own shape: Claude Code reads Anthropic's, the others OpenAI's.
-      const door = doorOfPath(c.req.path)
-      const body = door
-        ? door.errorBody('unauthorized', message)
-        : openAIErrorBody('unauthorized', message)
-      return c.json(body, 401)
+      return c.json(errorBody(c.req.path, 'unauthorized', message), 401)
     }
     return next()
   }
+}
+
+/**
+ * Refuses what a web page in a browser sends from another site (the browser says so in
+ * `Sec-Fetch-Site`): a form or a `text/plain` POST needs no CORS consent, and through the proxy
+ * it would reach the upstream with the credentials of `--upstream`'s URL. No agent sends it;
+ * the dashboard's own requests are same-origin.
+ */
+export function sameSiteOnly(): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.req.header('sec-fetch-site') !== 'cross-site') return next()
+    const message = 'a web page of another site may not use this proxy (Sec-Fetch-Site: cross-site)'
+    return c.json(errorBody(c.req.path, 'forbidden', message), 403)
+  }
+}
+
+/** In the API's own shape: Claude Code reads Anthropic's, the others OpenAI's. */
+function errorBody(path: string, kind: 'unauthorized' | 'forbidden', message: string) {
+  const door = doorOfPath(path)
+  return door ? door.errorBody(kind, message) : openAIErrorBody(kind, message)
 }
 
 function digest(value: string): Buffer {

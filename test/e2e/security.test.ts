@@ -521,6 +521,29 @@ describe('the shared secret (--auth)', () => {
     assert.equal(health.status, 200)
   })
 
+  test('a web page of another site is refused on every door, with the secret too: 403 in its shape', async () => {
+    upstream.requests.length = 0
+    const crossSite = { 'x-lembas-auth': SECRET, 'sec-fetch-site': 'cross-site' }
+    const chat = await postChat(app.url, withResults([{ id: 'a', output: 'out' }]), crossSite)
+    assert.equal(chat.status, 403)
+    assert.equal(chat.json.error.code, 'forbidden')
+    const messages = await fetch(app.url + '/v1/messages', {
+      method: 'POST',
+      // A simple request: no CORS preflight asks first.
+      headers: { 'content-type': 'text/plain', ...crossSite },
+      body: '{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}',
+    })
+    assert.equal(messages.status, 403)
+    assert.equal(((await messages.json()) as any).error.type, 'permission_error')
+    assert.equal((await fetch(app.url + '/v1/models', { headers: crossSite })).status, 403)
+    assert.equal(upstream.requests.length, 0)
+    // The same page's own requests (the dashboard) and every agent (no such header) go on.
+    const same = await fetch(app.url + '/v1/models', {
+      headers: { 'x-lembas-auth': SECRET, 'sec-fetch-site': 'same-origin' },
+    })
+    assert.equal(same.status, 200)
+  })
+
   test('200 with it, and the secret never reaches the upstream; Authorization passes unchanged', async () => {
     upstream.requests.length = 0
     const headers = { 'x-lembas-auth': SECRET, authorization: 'Bearer upstream-key' }

@@ -21,6 +21,7 @@ import {
 /** Anthropic's error types where they name the cause; the rest by the OpenAI type's class. */
 const ANTHROPIC_TYPES: Partial<Record<ErrorKind, string>> = {
   unauthorized: 'authentication_error',
+  forbidden: 'permission_error',
   not_found: 'not_found_error',
   body_too_large: 'request_too_large',
   // Claude Code waits and tries again on an overloaded API, as it should on a stopping proxy.
