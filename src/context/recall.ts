@@ -12,6 +12,11 @@ export interface RecallRequest {
   readonly offset?: number | undefined
   /** Lines to show; default and maximum: the window. */
   readonly limit?: number | undefined
+  /**
+   * Beyond the spec (`--elide-inputs`): the elided call, shown after the bracket and a blank
+   * line before the lines. Not one of the result's lines: offsets and totals are the result's.
+   */
+  readonly preamble?: string | undefined
 }
 
 /**
@@ -27,7 +32,8 @@ export function renderRecall(request: RecallRequest, rules: ContextRules): strin
   }
   const { lines } = splitLines(request.stored)
   const total = lines.length
-  if (total === 0) return fill(t.recall_bracket_empty, { id, target })
+  const before = request.preamble === undefined ? '' : '\n' + request.preamble + '\n'
+  if (total === 0) return fill(t.recall_bracket_empty, { id, target }) + before
   const window = rules.window.lines
   const offset = clampInt(request.offset, 1, Number.MAX_SAFE_INTEGER, 1)
   const limit = clampInt(request.limit, 1, window, window)
@@ -36,7 +42,7 @@ export function renderRecall(request: RecallRequest, rules: ContextRules): strin
   }
   const end = Math.min(total, offset + limit - 1)
   const bracket = fill(t.recall_bracket, { id, target, start: offset, end, total })
-  return bracket + '\n' + lines.slice(offset - 1, end).join('\n')
+  return bracket + before + '\n' + lines.slice(offset - 1, end).join('\n')
 }
 
 /** Model-given numbers: non-numbers take the default, the rest is clamped into range. */

@@ -62,7 +62,7 @@ export async function answerRecalls(
   const storedByNumber = new Map(
     wanted.map((n, i) => {
       const [result, input] = [found[i], found[wanted.length + i]]
-      return [n, result !== undefined && input !== undefined ? input + '\n\n' + result : result]
+      return [n, { result, input: result === undefined ? undefined : input }]
     }),
   )
   // Each answer is stored under its own id: claimed with the write where the next id is known.
@@ -77,7 +77,8 @@ export async function answerRecalls(
           {
             id: formatId(numbers[i]!, rules.ids.digits),
             target: targetLabel(asked[i]!.id, targets[i], rules),
-            stored: targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!),
+            stored: targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!)?.result,
+            preamble: targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!)?.input,
             offset: asked[i]!.offset,
             limit: asked[i]!.limit,
           },

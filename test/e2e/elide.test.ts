@@ -194,7 +194,7 @@ describe('--elide on every door', () => {
       // Recall of the id shows the call as written, then the result.
       const last = fast.at(-1)!
       const recalled =
-        /\[#[0-9a-f]{4} recall #0001 lines 1-242 of 242\]\\nInput: (.*?)\\n\\nstep 0 line 1 of the log/.exec(
+        /\[#[0-9a-f]{4} recall #0001 lines 1-240 of 240\]\\nInput: (.*?)\\n\\nstep 0 line 1 of the log/.exec(
           last,
         )
       assert.ok(recalled, last.slice(-600))

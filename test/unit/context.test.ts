@@ -8,6 +8,7 @@ import {
   DedupeTable,
   formatId,
   parseId,
+  renderRecall,
   renderResult,
   splitLines,
   unifiedHunks,
@@ -165,5 +166,20 @@ describe('an output inside a JSON answer (Cline 4)', () => {
     const rendering = renderResult({ number: 1, call, text }, new DedupeTable(), rules)
     assert.equal(rendering.text, `[#0001]\n${text}`)
     assert.equal(rendering.stored, undefined)
+  })
+})
+
+describe('recall', () => {
+  test("an elided call shown before the result (--elide-inputs) is no line of it: offsets are the result's", () => {
+    const stored = 'out 1\nout 2\nout 3\n'
+    const preamble = 'Input: {"command":"seq 3"}'
+    assert.equal(
+      renderRecall({ id: '#0005', target: '#0001', stored, offset: 2, limit: 1, preamble }, rules),
+      '[#0005 recall #0001 lines 2-2 of 3]\n' + preamble + '\n\nout 2',
+    )
+    assert.equal(
+      renderRecall({ id: '#0005', target: '#0001', stored, offset: 2, limit: 1 }, rules),
+      '[#0005 recall #0001 lines 2-2 of 3]\nout 2',
+    )
   })
 })
