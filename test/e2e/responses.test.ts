@@ -83,6 +83,40 @@ for (const stream of [false, true]) {
       await upstream.close()
     })
 
+    test('an output of parts (input_text, input_image) is shaped in its first text part, the image kept', async () => {
+      upstream.requests.length = 0
+      upstream.setScript(scriptedResponses([{ text: 'Seen.' }]))
+      const image = { type: 'input_image', image_url: 'data:image/png;base64,AAAA' }
+      const input = [
+        userMessage('show me'),
+        {
+          type: 'function_call',
+          call_id: 'p1',
+          name: 'shell',
+          arguments: '{"command":["seq","1000"]}',
+        },
+        {
+          type: 'function_call_output',
+          call_id: 'p1',
+          output: [{ type: 'input_text', text: shellOutput(1000) }, image],
+        },
+      ]
+      const base = { model: 'gpt-5-codex', instructions: 'You are Codex.', tools, stream }
+      const result = await postResponses(proxy.url, {
+        ...base,
+        input,
+        prompt_cache_key: `parts-${stream}`,
+      })
+      assert.equal(result.status, 200, result.text)
+      const [sent] = responsesRequests(upstream.requests)
+      const output = sent.input.find((item: any) => item.type === 'function_call_output').output
+      assert.equal(output.length, 2)
+      assert.equal(output[0].type, 'input_text')
+      assert.match(output[0].text, /^\[#0001\]\nExit code: 0\n/)
+      assert.match(output[0].text, /\n\[\d+ lines elided, full output #0001\]\n/)
+      assert.deepEqual(output[1], image)
+    })
+
     test('tool outputs shaped, earlier items byte-identical, recall offered', async () => {
       upstream.requests.length = 0
       upstream.setScript(

@@ -1,5 +1,11 @@
 import { shortHash } from '../../session/identity.js'
-import { appendedText, isRecord, type ChatMessage, type ToolDefinition } from '../../wire/chat.js'
+import {
+  appendedText,
+  isRecord,
+  type ChatMessage,
+  type ContentPart,
+  type ToolDefinition,
+} from '../../wire/chat.js'
 import type { Json, View } from '../../pipeline/door.js'
 
 /**
@@ -38,8 +44,18 @@ function itemMessage(item: Json): ChatMessage | undefined {
       )
     case 'function_call_output':
     case 'custom_tool_call_output':
-      if (callId === undefined || typeof item.output !== 'string') return undefined
-      return { role: 'tool', tool_call_id: callId, content: item.output }
+      if (callId === undefined) return undefined
+      if (typeof item.output === 'string')
+        return { role: 'tool', tool_call_id: callId, content: item.output }
+      // An output of parts (Codex's for a result with content items): its input_text parts are
+      // the chat's text parts, the first of them carries the rendering.
+      if (Array.isArray(item.output) && item.output.every(isPart))
+        return {
+          role: 'tool',
+          tool_call_id: callId,
+          content: renamed(item.output, 'input_text', 'text'),
+        }
+      return undefined
     case 'compaction':
     case 'compaction_summary':
       // A server-side summary, known by its own bytes (it has no text to read).
@@ -84,9 +100,11 @@ export function writeBack(
     if (shown === message) return
     const item = items[at]!
     if (message.role === 'tool') {
-      if (typeof shown.content !== 'string')
-        throw new Error('a Responses tool output was rendered as parts')
-      out[at] = { ...item, output: shown.content }
+      const content = shown.content
+      out[at] = {
+        ...item,
+        output: Array.isArray(content) ? renamed(content, 'text', 'input_text') : content,
+      }
       return
     }
     const call = shown.tool_calls?.[0]
@@ -111,6 +129,15 @@ export function writeBack(
         : withTable(item, table)
   })
   return out
+}
+
+/** Parts with the text parts' type `from` as `to`: the Responses API's names and the chat's. */
+function renamed(parts: readonly ContentPart[], from: string, to: string): ContentPart[] {
+  return parts.map((part) => (part.type === from ? { ...part, type: to } : part))
+}
+
+function isPart(value: unknown): value is ContentPart {
+  return isRecord(value) && typeof value.type === 'string'
 }
 
 /** A message item with the table after its text: one more input_text part, or a longer string. */
