@@ -232,10 +232,11 @@ const ConfigSchema = z.object({
     .transform((name) => name.toLowerCase()),
   upstreamTimeoutMs: z.coerce.number().int().positive(),
   upstreamKeepaliveMs: z.coerce.number().int().positive(),
+  // A timer holds at most 2^31-1 ms (24.8 days); a longer one would fire at once.
   stopGraceMs: z.coerce
     .number()
     .min(0)
-    .transform((seconds) => Math.round(seconds * 1000)),
+    .transform((seconds) => Math.min(Math.round(seconds * 1000), 2 ** 31 - 1)),
   maxConnections: z.coerce.number().int().positive(),
   headerTimeoutMs: z.coerce.number().int().positive(),
   stats: z.enum(['store', 'memory']),

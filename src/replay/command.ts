@@ -137,8 +137,10 @@ export async function runReplay(argv: readonly string[]): Promise<string> {
   const command = parseReplayArgs(argv)
   if (command === 'help') return REPLAY_HELP
   for (const file of command.files) {
-    if (!statSync(file, { throwIfNoEntry: false })?.isFile())
-      throw invalid(`replay: ${file}: no such file`)
+    const found = statSync(file, { throwIfNoEntry: false })
+    if (found?.isDirectory())
+      throw invalid(`replay: ${file} is a folder: name its files (${file}/*.jsonl)`)
+    if (!found?.isFile()) throw invalid(`replay: ${file}: no such file`)
   }
   const packed = command.files.find((file) => file.endsWith('.xz'))
   if (packed !== undefined) await checkXz(packed)

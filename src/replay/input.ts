@@ -13,8 +13,9 @@ import { LembasError } from '../errors.js'
 import { isRecord } from '../wire/chat.js'
 
 export interface ReplayEntry {
-  /** Where the line came from, for messages. */
+  /** Where the line came from, for messages: the file, its place among those given, the line. */
   readonly file: string
+  readonly source: number
   readonly line: number
   /** The session's key: the recorded session, else the file. */
   readonly session: string
@@ -24,6 +25,8 @@ export interface ReplayEntry {
   readonly body: string
   /** The front door it came through. */
   readonly door: DoorName
+  /** When it was recorded (a --record line's `at`), in ms. */
+  readonly at?: number | undefined
 }
 
 export type DoorName = 'chat' | 'messages' | 'responses'
@@ -115,48 +118,77 @@ function lines(input: Readable): AsyncIterable<string> {
 }
 
 /** The entries of each source in order; a line that is not a request is reported, not fatal. */
+/**
+ * The entries of every source, in time order across them: `--workers` records each worker's
+ * requests in a file of its own, so a session's requests are spread over several files, each in
+ * the order it was written. The files are merged by their lines' `at`, one line of each held at a
+ * time; files of plain bodies (no `at`) follow, in the order given.
+ */
 export async function* readEntries(
   sources: readonly ReplaySource[],
   skipped: (line: SkippedLine) => void,
 ): AsyncGenerator<ReplayEntry> {
-  for (const source of sources) {
-    let number = 0
-    for await (const raw of source.lines) {
-      number++
-      const text = raw.trim()
-      if (text === '') continue
-      let json: unknown
-      try {
-        json = JSON.parse(text)
-      } catch (error) {
-        skipped({ file: source.name, line: number, reason: (error as Error).message })
-        continue
+  const streams = sources.map((source, i) => sourceEntries(source, i, skipped))
+  const heads: (ReplayEntry | undefined)[] = []
+  for (const stream of streams) heads.push((await stream.next()).value ?? undefined)
+  // Plain bodies (no `at`) after the records, file after file: each file is one session.
+  const when = (entry: ReplayEntry) => entry.at ?? Infinity
+  for (;;) {
+    let pick = -1
+    heads.forEach((head, i) => {
+      if (head !== undefined && (pick < 0 || when(head) < when(heads[pick]!))) pick = i
+    })
+    if (pick < 0) return
+    yield heads[pick]!
+    heads[pick] = (await streams[pick]!.next()).value ?? undefined
+  }
+}
+
+async function* sourceEntries(
+  source: ReplaySource,
+  index: number,
+  skipped: (line: SkippedLine) => void,
+): AsyncGenerator<ReplayEntry> {
+  let number = 0
+  for await (const raw of source.lines) {
+    number++
+    const text = raw.trim()
+    if (text === '') continue
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch (error) {
+      skipped({ file: source.name, line: number, reason: (error as Error).message })
+      continue
+    }
+    const door = isRecord(json) && isRecord(json.received) ? (json.door ?? 'chat') : undefined
+    if (door !== undefined && (typeof door !== 'string' || !DOOR_NAMES.includes(door))) {
+      skipped({ file: source.name, line: number, reason: `a record of door ${String(door)}` })
+    } else if (isRecord(json) && isRecord(json.received)) {
+      const session = typeof json.session === 'string' ? json.session : undefined
+      const at = typeof json.at === 'string' ? Date.parse(json.at) : undefined
+      yield {
+        file: source.name,
+        source: index,
+        line: number,
+        session: session === undefined ? 'file:' + source.name : 'session:' + session,
+        name: session === undefined ? source.name : `${source.name} ${shortSession(session)}`,
+        body: JSON.stringify(json.received),
+        door: door as DoorName,
+        at: at !== undefined && Number.isFinite(at) ? at : undefined,
       }
-      const door = isRecord(json) && isRecord(json.received) ? (json.door ?? 'chat') : undefined
-      if (door !== undefined && (typeof door !== 'string' || !DOOR_NAMES.includes(door))) {
-        skipped({ file: source.name, line: number, reason: `a record of door ${String(door)}` })
-      } else if (isRecord(json) && isRecord(json.received)) {
-        const session = typeof json.session === 'string' ? json.session : undefined
-        yield {
-          file: source.name,
-          line: number,
-          session: session === undefined ? 'file:' + source.name : 'session:' + session,
-          name: session === undefined ? source.name : `${source.name} ${shortSession(session)}`,
-          body: JSON.stringify(json.received),
-          door: door as DoorName,
-        }
-      } else if (isRecord(json) && (Array.isArray(json.messages) || Array.isArray(json.input))) {
-        yield {
-          file: source.name,
-          line: number,
-          session: 'file:' + source.name,
-          name: source.name,
-          body: text,
-          door: doorOfBody(json),
-        }
-      } else {
-        skipped({ file: source.name, line: number, reason: 'neither a request nor a record' })
+    } else if (isRecord(json) && (Array.isArray(json.messages) || Array.isArray(json.input))) {
+      yield {
+        file: source.name,
+        source: index,
+        line: number,
+        session: 'file:' + source.name,
+        name: source.name,
+        body: text,
+        door: doorOfBody(json),
       }
+    } else {
+      skipped({ file: source.name, line: number, reason: 'neither a request nor a record' })
     }
   }
 }

@@ -144,6 +144,8 @@ export interface ReplayReport {
 
 interface SessionState {
   readonly report: SessionReport
+  /** Where its first line stands in the files as given: the report lists sessions so. */
+  readonly first: readonly [source: number, line: number]
   readonly header: string
   previous?: Record<Side, TokenSequence>
   knownTools: Set<string>
@@ -207,6 +209,7 @@ export async function replay(
             totals: emptyTotals(),
             requests: [],
           },
+          first: [entry.source, entry.line],
           header: `replay-${sessions.size + 1}`,
           knownTools: new Set(),
           elided: 0,
@@ -271,7 +274,9 @@ export async function replay(
     await upstreamServer.close()
     await Promise.all(stores.map((store) => store.close()))
   }
-  const reports = [...sessions.values()].map((state) => state.report)
+  const reports = [...sessions.values()]
+    .sort((a, b) => a.first[0] - b.first[0] || a.first[1] - b.first[1])
+    .map((state) => state.report)
   const total = emptyTotals()
   for (const session of reports) addTotals(total, session.totals)
   return { options, sessions: reports, total, skipped }

@@ -19,6 +19,19 @@ describe('command line', () => {
     assert.equal(parseCommandLine(['--help'], {}).kind, 'help')
   })
 
+  test('--stop-grace-s: seconds, never below 0, and a very long one waits as long as a timer can', () => {
+    const grace = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+      const parsed = parseCommandLine(argv, env)
+      return parsed.kind === 'run' ? parsed.config.stopGraceMs : undefined
+    }
+    assert.equal(grace([]), 10_000)
+    assert.equal(grace(['--stop-grace-s', '0.5']), 500)
+    assert.equal(grace([], { LEMBAS_STOP_GRACE_S: '30' }), 30_000)
+    // 3,000,000 s is past a timer's 2^31-1 ms: node would fire it at once.
+    assert.equal(grace(['--stop-grace-s', '3000000']), 2 ** 31 - 1)
+    assert.throws(() => parseCommandLine(['--stop-grace-s=-1'], {}), /--stop-grace-s/)
+  })
+
   test('--elide alone turns it on, its twin takes true or false, its settings are checked', () => {
     const config = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
       const parsed = parseCommandLine(argv, env)

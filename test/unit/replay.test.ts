@@ -130,6 +130,26 @@ describe('replay input', () => {
     assert.equal(report.skipped.length, 2)
   })
 
+  test("a session recorded by two workers (a file each) goes through in its lines' time order", async () => {
+    const lines = readFileSync(fixture('opencode'), 'utf8').trim().split('\n').slice(1, 7)
+    const record = (i: number) =>
+      JSON.stringify({
+        at: `2026-01-01T00:00:0${i}.5${i}Z`,
+        session: 'tA/w',
+        received: JSON.parse(lines[i]!),
+        sent: {},
+      })
+    // Worker 1 served requests 0, 2, 3; worker 2 requests 1, 4, 5.
+    const split = await replay([
+      { name: 'w1.jsonl', lines: [0, 2, 3].map(record) },
+      { name: 'w2.jsonl', lines: [1, 4, 5].map(record) },
+    ])
+    const whole = await replay([{ name: 'one.jsonl', lines: [0, 1, 2, 3, 4, 5].map(record) }])
+    assert.equal(split.sessions.length, 1)
+    assert.deepEqual(split.sessions[0]!.totals, whole.sessions[0]!.totals)
+    assert.equal(split.sessions[0]!.totals.requests, 6)
+  })
+
   test('the command prints a table per session and a total, or JSON', async () => {
     const files = [fixture('opencode'), fixture('qwen-code')]
     const text = await runReplay(files)
