@@ -13,14 +13,19 @@ import type { Recorder } from '../pipeline/handle.js'
 export const REDACTED = 'REDACTED'
 
 /** Field names whose string values are never written: api_key, apiKey, x-api-key, authorization, … */
-const SECRET_NAME =
+const SECRET_WORDS =
   /api[-_]?key|authorization|secret|password|passwd|access[-_]?token|auth[-_]?token|refresh[-_]?token|bearer|credential/i
+/** …and a bare `token`, or one that ends a name (`x_token`), but not `max_tokens`. */
+const SECRET_NAME = new RegExp(`${SECRET_WORDS.source}|(?:^|[-_])token$`, 'i')
 
 /**
  * A body that may hold such a field: a quoted name containing one of the words, followed by a
  * colon (an escaped name, `\u…`, is checked the slow way too). Anything else is written as it is.
  */
-const MAYBE_SECRET = new RegExp(`"[^"\\\\]*(?:${SECRET_NAME.source})[^"\\\\]*"\\s*:`, 'i')
+const MAYBE_SECRET = new RegExp(
+  `"[^"\\\\]*(?:${SECRET_WORDS.source})[^"\\\\]*"\\s*:|"(?:[^"\\\\]*[-_])?token"\\s*:`,
+  'i',
+)
 
 export interface RecorderOptions {
   readonly log?: Logger
@@ -130,6 +135,14 @@ const MAYBE_SECRET_VALUE = new RegExp(
   'gi',
 )
 
+/** A credential-like field's value: a string, or each string of a list (`api_keys`), replaced. */
+function redactedSecret(value: unknown): unknown {
+  if (typeof value === 'string') return REDACTED
+  if (Array.isArray(value))
+    return value.map((item) => (typeof item === 'string' ? REDACTED : redact(item)))
+  return redact(value)
+}
+
 /** A copy of `value` with every string under a credential-like name replaced by "REDACTED". */
 export function redact(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redact)
@@ -137,7 +150,7 @@ export function redact(value: unknown): unknown {
   // No prototype: a "__proto__" field stays a field.
   const out: Record<string, unknown> = Object.create(null)
   for (const [name, inner] of Object.entries(value)) {
-    out[name] = typeof inner === 'string' && SECRET_NAME.test(name) ? REDACTED : redact(inner)
+    out[name] = SECRET_NAME.test(name) ? redactedSecret(inner) : redact(inner)
   }
   return out
 }

@@ -242,6 +242,21 @@ describe('the recorder', () => {
       },
       list: [{ Authorization: REDACTED }, { apiKey: 5 }],
     })
+    // A list of keys, a bare token: each string replaced; max_tokens and friends stay.
+    const more = JSON.stringify({
+      max_tokens: 5,
+      stop_tokens: ['a'],
+      api_keys: ['k1', 'k2'],
+      token: 't',
+      id_token: 'i',
+    })
+    assert.deepEqual(JSON.parse(redactedJson(more)), {
+      max_tokens: 5,
+      stop_tokens: ['a'],
+      api_keys: [REDACTED, REDACTED],
+      token: REDACTED,
+      id_token: REDACTED,
+    })
     // A body with no such name is written as it came, on one line.
     assert.equal(redactedJson('{"a":\n1}'), '{"a": 1}')
     // An escaped name is found too.
