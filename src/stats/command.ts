@@ -43,7 +43,7 @@ export async function runStats(
   } catch (error) {
     throw new LembasError(
       'config_invalid',
-      `stats: cannot reach ${url}: ${(error as Error).message}`,
+      `stats: cannot reach ${url}: ${reason(error)} (is lembas-proxy running there? --url names it)`,
     )
   }
   const text = await response.text()
@@ -92,4 +92,11 @@ export function formatStats(snapshot: StatsSnapshot): string {
     '\n(~tokens saved: characters / 4, an estimate, once per new result; ~input saved: what every' +
     '\n request did not carry, less the prompt block and recall tool; $ saved with --price-per-mtok)\n'
   )
+}
+
+/** fetch's own message is "fetch failed": the cause (ECONNREFUSED, ENOTFOUND) says why. */
+function reason(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause
+  if (typeof cause?.code === 'string') return cause.code
+  return typeof cause?.message === 'string' ? cause.message : (error as Error).message
 }

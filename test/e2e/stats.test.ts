@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
+import { once } from 'node:events'
 import { rmSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { after, before, describe, test } from 'node:test'
@@ -241,6 +243,20 @@ describe('stats and metrics', () => {
     )
     const json = await run(process.execPath, [...cli, '--json'], { env })
     assert.equal((JSON.parse(json.stdout) as StatsSnapshot).totals.requests, 7)
+    // Nothing listening: the cause, not fetch's own "fetch failed", and exit 2.
+    const closed = createServer().listen(0, '127.0.0.1')
+    await once(closed, 'listening')
+    const port = (closed.address() as AddressInfo).port
+    await new Promise((resolve) => closed.close(resolve))
+    const nowhere = ['--import', 'tsx', 'src/cli.ts', 'stats', '--url', `http://127.0.0.1:${port}`]
+    await assert.rejects(
+      run(process.execPath, nowhere),
+      (error: { code: number; stderr: string }) => {
+        assert.equal(error.code, 2)
+        assert.match(error.stderr, /cannot reach http:\/\/127\.0\.0\.1:\d+\/stats: ECONNREFUSED/)
+        return true
+      },
+    )
   })
 })
 
