@@ -117,12 +117,12 @@ function lines(input: Readable): AsyncIterable<string> {
   return createInterface({ input, crlfDelay: Infinity })
 }
 
-/** The entries of each source in order; a line that is not a request is reported, not fatal. */
 /**
  * The entries of every source, in time order across them: `--workers` records each worker's
  * requests in a file of its own, so a session's requests are spread over several files, each in
  * the order it was written. The files are merged by their lines' `at`, one line of each held at a
- * time; files of plain bodies (no `at`) follow, in the order given.
+ * time; files of plain bodies (no `at`) follow, in the order given. A line that is not a request
+ * is reported, not fatal.
  */
 export async function* readEntries(
   sources: readonly ReplaySource[],

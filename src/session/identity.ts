@@ -23,12 +23,13 @@ export interface SessionSources {
 
 const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const
 
+const KNOWN: ReadonlySet<string> = new Set(CREDENTIAL_HEADERS)
+
 /**
  * Other headers that go upstream and may carry a key: Gemini's `x-goog-api-key`, LiteLLM's
  * `x-litellm-api-key`, Portkey's `x-portkey-api-key`, an `x-auth-token`. The proxy's own
  * secret (`x-lembas-auth`) never goes upstream and is everyone's: not a tenant's.
  */
-const KNOWN: ReadonlySet<string> = new Set(CREDENTIAL_HEADERS)
 const OTHER_CREDENTIAL = /^x-(?!lembas-auth$)[a-z0-9-]*-(api-?key|key|token|auth|secret)$/
 
 /**
