@@ -158,8 +158,8 @@ export function runPrimary(options: PrimaryOptions): void {
       return
     }
     stopping = true
-    log.info('stopping', { signal, workers: Object.keys(cluster.workers ?? {}).length })
     const workers = workersNow()
+    log.info('stopping', { signal, workers: workers.length })
     const exited = workers.map(
       (worker) => new Promise<void>((resolve) => worker.once('exit', () => resolve())),
     )

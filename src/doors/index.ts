@@ -1,5 +1,6 @@
 import { chatDoor } from './chat/index.js'
-import type { Door } from '../pipeline/door.js'
+import { openAIErrorBody, type ErrorKind } from '../errors.js'
+import type { Door, Json } from '../pipeline/door.js'
 import { messagesDoor } from './messages/index.js'
 import { responsesDoor } from './responses/index.js'
 
@@ -17,4 +18,9 @@ export function doorOfPath(path: string): Door | undefined {
   return DOORS.find(
     (door) => path === '/v1' + door.path || path.startsWith('/v1' + door.path + '/'),
   )
+}
+
+/** An error in the API's own shape: a door's (Claude Code reads Anthropic's), else OpenAI's. */
+export function errorBodyOf(door: Door | undefined, kind: ErrorKind, message: string): Json {
+  return door ? door.errorBody(kind, message) : openAIErrorBody(kind, message)
 }

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import { Hono, type Context } from 'hono'
-import { DOORS, doorOfPath } from '../doors/index.js'
+import { DOORS, doorOfPath, errorBodyOf } from '../doors/index.js'
 import type { Door, Json } from '../pipeline/door.js'
 import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../errors.js'
 import { warnOnce, type Logger } from '../log.js'
@@ -198,6 +198,6 @@ function errorResponse(c: Context, error: unknown, log: Logger, door?: Door): Re
   const headers: Record<string, string> = RETRY_SOON.has(kind) ? { 'retry-after': '1' } : {}
   // The rest of a refused body is never read: the connection cannot carry another request.
   if (kind === 'body_too_large') headers['connection'] = 'close'
-  const body: Json = door ? door.errorBody(kind, message) : openAIErrorBody(kind, message)
+  const body = errorBodyOf(door, kind, message)
   return c.json(body, ERROR_KINDS[kind].status as never, headers)
 }

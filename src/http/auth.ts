@@ -5,8 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
-import { doorOfPath } from '../doors/index.js'
-import { openAIErrorBody } from '../errors.js'
+import { doorOfPath, errorBodyOf } from '../doors/index.js'
 
 /** The request header that carries the shared secret. */
 export const AUTH_HEADER = 'x-lembas-auth'
@@ -29,7 +28,7 @@ export function sharedSecret(secret: string): MiddlewareHandler {
         given === undefined
           ? `this proxy needs its shared secret in the ${AUTH_HEADER} header (--auth)`
           : `the ${AUTH_HEADER} header does not match the proxy's shared secret (--auth)`
-      return c.json(errorBody(c.req.path, 'unauthorized', message), 401)
+      return c.json(errorBodyOf(doorOfPath(c.req.path), 'unauthorized', message), 401)
     }
     return next()
   }
@@ -45,14 +44,8 @@ export function sameSiteOnly(): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.header('sec-fetch-site') !== 'cross-site') return next()
     const message = 'a web page of another site may not use this proxy (Sec-Fetch-Site: cross-site)'
-    return c.json(errorBody(c.req.path, 'forbidden', message), 403)
+    return c.json(errorBodyOf(doorOfPath(c.req.path), 'forbidden', message), 403)
   }
-}
-
-/** In the API's own shape: Claude Code reads Anthropic's, the others OpenAI's. */
-function errorBody(path: string, kind: 'unauthorized' | 'forbidden', message: string) {
-  const door = doorOfPath(path)
-  return door ? door.errorBody(kind, message) : openAIErrorBody(kind, message)
 }
 
 function digest(value: string): Buffer {

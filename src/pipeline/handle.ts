@@ -228,6 +228,8 @@ async function run(
     deps,
   ).finally(input.parsed)
   seen.stream = door.stream(prepared.request)
+  // The door's path with the client's query string (Claude Code's `?beta=true`), every round.
+  const upstreamPath = door.path + (input.query ?? '')
   seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
   if (prepared.kind === 'plain' || deps.observe) {
     if (prepared.kind === 'rebuilt') observed(deps, seen, door, input, prepared)
@@ -236,7 +238,7 @@ async function run(
     const coded = input.coded
     const response = await deps.upstream.send({
       method: 'POST',
-      path: door.path + (input.query ?? ''),
+      path: upstreamPath,
       headers: {
         ...input.headers,
         'content-type': 'application/json',
@@ -281,7 +283,7 @@ async function run(
     signal: input.signal,
     recall: prepared.recall === 'proxy' ? deps.recall : null,
     upstream: deps.upstream.forPath(door.path),
-    query: input.query ?? '',
+    path: upstreamPath,
     store: deps.store,
     nextIds: deps.memos.nextIds,
     rules: deps.rules,

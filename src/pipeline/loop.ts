@@ -1,6 +1,13 @@
-import { upstreamError, type Door, type Json, type Part, type RoundEnd } from './door.js'
+import {
+  upstreamError,
+  type Door,
+  type Json,
+  type Part,
+  type RoundEnd,
+  type UpstreamError,
+} from './door.js'
 import type { Memo } from '../memo.js'
-import { LembasError } from '../errors.js'
+import { LembasError, type ErrorKind } from '../errors.js'
 import type { Logger } from '../log.js'
 import { recordAnswer, type AnswerPlace } from '../session/answers.js'
 import type { SessionRef } from '../session/find.js'
@@ -31,8 +38,8 @@ export interface Turn {
   /** Null when the client defines its own `recall`: nothing is intercepted. */
   readonly recall: RecallSetup | null
   readonly upstream: Upstream
-  /** The client's query string, sent with every round. */
-  readonly query: string
+  /** The upstream path of every round: the door's, with the client's query string. */
+  readonly path: string
   readonly store: Store
   /** Each session's next id as this process last claimed it (recall answers claim ids too). */
   readonly nextIds: Memo<number>
@@ -44,7 +51,7 @@ export interface Turn {
 export function send(turn: Turn, extra: readonly Json[] = []): Promise<UpstreamResponse> {
   return turn.upstream.send({
     method: 'POST',
-    path: turn.door.path + turn.query,
+    path: turn.path,
     headers: { ...turn.headers, 'content-type': 'application/json' },
     body: bodyBytes(turn.body, extra),
     signal: turn.signal,
@@ -171,6 +178,12 @@ export async function* streamAnswer(
 ): AsyncGenerator<string> {
   const loop = new RecallLoop(turn, meter)
   const stream = turn.door.openStream(turn.request, loop.isRecall)
+  /** The door's error event that ends the stream, counted and logged. */
+  const failure = (kind: ErrorKind, message: string, own?: UpstreamError, status?: number) => {
+    meter.failed = true
+    turn.log.warn('stream-failed', { kind, message, door: turn.door.name, status })
+    return stream.error(kind, message, own)
+  }
   let response = first
   try {
     for (let round = 0; ; round++) {
@@ -198,18 +211,14 @@ export async function* streamAnswer(
         const message =
           own?.message ??
           `upstream answered ${response.status} after a recall: ${detail.slice(0, 500)}`
-        meter.failed = true
-        turn.log.warn('stream-failed', { status: response.status, message, door: turn.door.name })
-        return yield stream.error('upstream_bad_response', message, own)
+        return yield failure('upstream_bad_response', message, own, response.status)
       }
     }
   } catch (error) {
     if (turn.signal.aborted) return
-    meter.failed = true
     const mapped = error instanceof LembasError ? error : turn.upstream.mapError(error, turn.signal)
     const kind = mapped instanceof LembasError ? mapped.kind : 'upstream_bad_response'
     const message = mapped instanceof Error ? mapped.message : 'the upstream stream failed'
-    turn.log.warn('stream-failed', { kind, message, door: turn.door.name })
-    yield stream.error(kind, message)
+    yield failure(kind, message)
   }
 }

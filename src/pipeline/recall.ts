@@ -73,12 +73,13 @@ export async function answerRecalls(
     claims.map(keys.recallClaim),
     async (numbers) => ({
       entries: calls.map((_, i) => {
+        const stored = targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!)
         const text = renderRecall(
           {
             id: formatId(numbers[i]!, rules.ids.digits),
             target: targetLabel(asked[i]!.id, targets[i], rules),
-            stored: targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!)?.result,
-            preamble: targets[i] === undefined ? undefined : storedByNumber.get(targets[i]!)?.input,
+            stored: stored?.result,
+            preamble: stored?.input,
             offset: asked[i]!.offset,
             limit: asked[i]!.limit,
           },

@@ -28,9 +28,10 @@ const ANTHROPIC_TYPES: Partial<Record<ErrorKind, string>> = {
   stopping: 'overloaded_error',
 }
 
-/** Anthropic's error body for an error kind. */
-export function anthropicErrorBody(kind: ErrorKind, message: string): Json {
+/** Anthropic's error body for an error kind, or with the upstream's own `type` when it gave one. */
+export function anthropicErrorBody(kind: ErrorKind, message: string, own?: string): Json {
   const type =
+    own ??
     ANTHROPIC_TYPES[kind] ??
     (ERROR_KINDS[kind].type === 'invalid_request_error' ? 'invalid_request_error' : 'api_error')
   return { type: 'error', error: { type, message } }

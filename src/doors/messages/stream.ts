@@ -96,9 +96,7 @@ export class MessagesStream implements DoorStream {
   }
 
   error(kind: ErrorKind, message: string, own?: UpstreamError): string {
-    const body = anthropicErrorBody(kind, message)
-    if (own?.type === undefined) return sse('error', JSON.stringify(body))
-    return sse('error', JSON.stringify({ type: 'error', error: { type: own.type, message } }))
+    return sse('error', JSON.stringify(anthropicErrorBody(kind, message, own?.type)))
   }
 }
 
