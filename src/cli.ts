@@ -9,6 +9,7 @@ import { helpText, parseCommandLine, type Config } from './config/flags.js'
 import { elideSettings, pipelineSettings } from './config/pipeline.js'
 import { LembasError } from './errors.js'
 import { createApp } from './http/app.js'
+import { isLoopback } from './http/hosts.js'
 import { guardConnections } from './http/guard.js'
 import { stopper } from './http/stop.js'
 import { refuseUpgrades } from './http/upgrade.js'
@@ -213,6 +214,7 @@ async function run(config: Config, version: string): Promise<void> {
       compactionHeader: config.compactionHeader,
       maxBodyBytes: config.maxBodyBytes,
       authSecret: config.auth || undefined,
+      allowedHosts: hostsToCheck(config),
     },
   })
 
@@ -326,8 +328,14 @@ function openRecorder(dir: string, log: ReturnType<typeof createLogger>) {
   }
 }
 
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+/**
+ * The names beyond this machine's own that requests may carry in `Host`, or undefined for any:
+ * on loopback only a rebinding web page sends another; bound beyond it, clients use names the
+ * proxy cannot know, unless `--allowed-hosts` lists them.
+ */
+function hostsToCheck(config: { host: string; allowedHosts: readonly string[] }) {
+  if (config.allowedHosts.includes('*')) return undefined
+  return isLoopback(config.host) || config.allowedHosts.length > 0 ? config.allowedHosts : undefined
 }
 
 /** The upstream URL without credentials (a query string may carry a key), for the start-up line. */

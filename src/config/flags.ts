@@ -201,6 +201,11 @@ export const FLAGS = {
     default: '',
     help: 'a shared secret: every request but GET /healthz must send it in the x-lembas-auth header (else 401); never forwarded',
   },
+  'allowed-hosts': {
+    env: 'LEMBAS_ALLOWED_HOSTS',
+    default: '',
+    help: "names besides this machine's a request's Host may carry (comma-separated; .example.com: it and below; * any). On loopback others are refused (DNS rebinding); beyond it only when given",
+  },
 } as const
 
 type FlagName = keyof typeof FLAGS
@@ -276,6 +281,12 @@ const ConfigSchema = z.object({
   logLevel: z.enum(['debug', 'info', 'warn', 'error', 'silent']),
   record: z.string(),
   auth: z.string(),
+  allowedHosts: z.string().transform((list) =>
+    list
+      .split(',')
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== ''),
+  ),
   workers: z
     .string()
     .regex(/^(auto|[1-9][0-9]*)$/, "expected a number of processes (1 or more) or 'auto'")
@@ -373,6 +384,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     logLevel: pick('log-level'),
     record: pick('record'),
     auth: pick('auth'),
+    allowedHosts: pick('allowed-hosts'),
     workers: pick('workers'),
     observe: pick('observe'),
     elide: pick('elide'),
@@ -408,6 +420,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       maxBodyBytes: 'max-body-mb',
       idleTtlMs: 'idle-ttl-days',
       logLevel: 'log-level',
+      allowedHosts: 'allowed-hosts',
       elideInputs: 'elide-inputs',
       elideThreshold: 'elide-threshold',
       elideKeep: 'elide-keep',

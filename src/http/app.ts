@@ -10,6 +10,7 @@ import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'
 import { turnBegins } from '../pace/index.js'
 import { isAbortError } from '../upstream/index.js'
 import { AUTH_HEADER, sameSiteOnly, sharedSecret } from './auth.js'
+import { knownHostsOnly } from './hosts.js'
 import { dashboardHtml } from './dashboard.js'
 import { requestHeadersForUpstream, responseHeadersForClient } from './headers.js'
 import { readBody, sseStream, upstreamResponse } from './io.js'
@@ -21,6 +22,8 @@ export interface AppOptions {
   readonly maxBodyBytes: number
   /** `--auth`: when set, every route but GET /healthz needs it in `x-lembas-auth`. */
   readonly authSecret?: string | undefined
+  /** When set, a `Host` that names neither this machine nor one of these is refused. */
+  readonly allowedHosts?: readonly string[] | undefined
 }
 
 /** The proxy's own header never reaches the upstream, with or without a secret configured. */
@@ -40,6 +43,7 @@ export function createApp(deps: AppDeps): Hono {
     c.json(openAIErrorBody('not_found', `no route for ${c.req.method} ${c.req.path}`), 404),
   )
   app.use('*', sameSiteOnly())
+  if (deps.options.allowedHosts) app.use('*', knownHostsOnly(deps.options.allowedHosts, deps.log))
   if (deps.options.authSecret) app.use('*', sharedSecret(deps.options.authSecret))
 
   app.get('/', (c) => c.html(dashboardHtml()))

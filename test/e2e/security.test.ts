@@ -17,7 +17,7 @@ import {
   writeFileSync,
 } from 'node:fs'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
+import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { serve } from '@hono/node-server'
@@ -614,6 +614,70 @@ describe('the command line: loopback by default, --auth', () => {
         'the secret never reached the upstream',
       )
       assert.doesNotMatch(guarded.stderr() + fromEnv.stderr(), /cli-secret|env-secret/)
+    } finally {
+      await Promise.all(started.map(stopCli))
+    }
+  })
+
+  test('on loopback a Host that names no local name is refused (DNS rebinding), on every door; --allowed-hosts adds names', async () => {
+    const base = ['--port', '0', '--upstream', upstream.url, '--store', 'memory:']
+    const started: Running[] = []
+    try {
+      const start = async (args: string[]) => {
+        const running = await startCli(args)
+        started.push(running)
+        return running
+      }
+      const plain = await start(base)
+      const listed = await start([...base, '--allowed-hosts', 'Proxy.LAN, .corp.example'])
+      const anyName = await start([...base, '--allowed-hosts', '*'])
+      const wide = await start([...base, '--host', '0.0.0.0'])
+      const port = (running: Running) => new URL(running.url).port
+      const chat = JSON.stringify(withResults([{ id: 'h', output: 'out' }]))
+      const ask = (running: Running, host: string, path = '/v1/chat/completions') =>
+        path === '/stats'
+          ? rawRequest(running.url + path, 'GET', { host })
+          : rawRequest(running.url + path, 'POST', { host }, chat)
+      upstream.requests.length = 0
+      // A page at attacker.example that resolved its name to 127.0.0.1.
+      for (const host of ['attacker.example', '127.0.0.1.nip.io', '127.attacker.example']) {
+        const refused = await ask(plain, `${host}:${port(plain)}`)
+        assert.equal(refused.status, 403, host)
+        const error = JSON.parse(refused.text).error
+        assert.equal(error.code, 'forbidden')
+        assert.match(error.message, /--allowed-hosts/)
+      }
+      const messages = await rawRequest(
+        plain.url + '/v1/messages',
+        'POST',
+        { host: 'attacker.example' },
+        '{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}',
+      )
+      assert.equal(messages.status, 403)
+      assert.equal(JSON.parse(messages.text).error.type, 'permission_error')
+      assert.equal((await ask(plain, 'attacker.example', '/stats')).status, 403)
+      assert.equal(upstream.requests.length, 0, 'nothing reached the upstream')
+      // The names an agent on this machine uses.
+      for (const host of [
+        `127.0.0.1:${port(plain)}`,
+        `localhost:${port(plain)}`,
+        `LOCALHOST.:${port(plain)}`,
+        `[::1]:${port(plain)}`,
+        `${hostname()}:${port(plain)}`,
+        'app.localhost',
+        'host.docker.internal',
+      ])
+        assert.equal((await ask(plain, host)).status, 200, host)
+      assert.equal((await ask(plain, 'proxy.lan')).status, 403)
+      for (const host of ['proxy.lan:1', 'corp.example', 'a.b.corp.example', 'localhost'])
+        assert.equal((await ask(listed, host)).status, 200, host)
+      for (const host of ['xcorp.example', 'attacker.example'])
+        assert.equal((await ask(listed, host)).status, 403, host)
+      assert.equal((await ask(anyName, 'attacker.example')).status, 200)
+      // Bound beyond loopback, clients come by names the proxy cannot know.
+      assert.equal((await ask(wide, 'proxy.example.com')).status, 200)
+      const refusals = plain.stderr().match(/"host-refused"/g) ?? []
+      assert.equal(refusals.length, 4, 'one warning for each name')
     } finally {
       await Promise.all(started.map(stopCli))
     }
