@@ -252,6 +252,52 @@ for (const stream of [false, true]) {
       assert.ok(restored.includes('"name":"recall"'), 'the recall is back in the upstream history')
     })
 
+    test('a recall round sends the thinking blocks back whole, signatures included (extended thinking)', async () => {
+      upstream.requests.length = 0
+      const first = { thinking: 'The user wants line 7. '.repeat(3), signature: 'sig-A'.repeat(20) }
+      const second = { thinking: 'Recall showed it.', signature: 'sig-B'.repeat(20) }
+      upstream.setScript(
+        scriptedClaude([
+          { tools: [{ name: 'Bash', input: { command: 'seq 1 1000' } }] },
+          {
+            thinking: first,
+            redacted: 'EncryptedOpaque==',
+            tools: [{ name: 'recall', input: { id: '0001', offset: 7, limit: 1 } }],
+          },
+          { thinking: second, text: 'Line 7 says 7.' },
+          { text: 'Bye.' },
+        ]),
+      )
+      const client = new Client(proxy.url, stream)
+      client.messages.push({ role: 'user', content: 'line 7?' })
+      await client.send()
+      const reply = await client.answer({ Bash: seq(1000) })
+      const requests = upstreamMessages(upstream)
+      // The API refuses a tool_use turn whose thinking is missing or altered (extended thinking).
+      const sent = requests[2].messages.at(-2)
+      assert.deepEqual(
+        sent.content.filter((b: any) => b.type !== 'tool_use'),
+        [
+          { type: 'thinking', ...first },
+          { type: 'redacted_thinking', data: 'EncryptedOpaque==' },
+        ],
+      )
+      assert.equal(sent.content.at(-1).name, 'recall')
+      // The client gets both rounds' thinking, as it must send them back on its next turn.
+      assert.deepEqual(
+        reply.content.filter((b: any) => b.type !== 'text'),
+        [
+          { type: 'thinking', ...first },
+          { type: 'redacted_thinking', data: 'EncryptedOpaque==' },
+          { type: 'thinking', ...second },
+        ],
+      )
+      await client.ask('Thanks')
+      assert.deepEqual(historyChanges(upstream), [])
+      const restored = upstreamMessages(upstream)[3].messages
+      assert.ok(JSON.stringify(restored).includes(JSON.stringify(first.signature)))
+    })
+
     test('upstream errors pass through', async () => {
       upstream.setScript(() => ({
         status: 429,

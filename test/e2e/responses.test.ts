@@ -269,6 +269,62 @@ for (const stream of [false, true]) {
       ])
     })
 
+    test("a recall round sends the model's reasoning back with its call (encrypted content included)", async () => {
+      upstream.requests.length = 0
+      const thought = { summary: 'Need line 9.', encrypted: 'gAAAA-first-opaque' }
+      const after = { summary: 'Found it.', encrypted: 'gAAAA-second-opaque' }
+      upstream.setScript(
+        scriptedResponses([
+          {
+            reasoning: thought,
+            calls: [{ name: 'recall', args: { id: '#0001', offset: 9, limit: 1 } }],
+          },
+          { reasoning: after, text: 'Line 9 says line 9.' },
+          { text: 'Bye.' },
+        ]),
+      )
+      const key = `reasoning-${stream}`
+      const base = { model: 'm', instructions: 'Be brief.', tools, stream, prompt_cache_key: key }
+      let input: any[] = [
+        userMessage('run it'),
+        { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["seq"]}' },
+        { type: 'function_call_output', call_id: 'c1', output: shellOutput(1000) },
+      ]
+      const first = await postResponses(proxy.url, { ...base, input })
+      assert.equal(first.status, 200, first.text)
+      const sent = responsesRequests(upstream.requests)
+      // A function call sent back without the reasoning item before it is refused by the API.
+      const round = sent[1].input.slice(-3)
+      assert.deepEqual(
+        round.map((i: any) => i.type),
+        ['reasoning', 'function_call', 'function_call_output'],
+      )
+      assert.equal(round[0].encrypted_content, thought.encrypted)
+      const output = outputOf(first, stream)
+      assert.deepEqual(
+        output.map((i: any) => i.type),
+        ['reasoning', 'reasoning', 'message'],
+        "the client gets each round's reasoning to send back",
+      )
+      assert.deepEqual(
+        output.filter((i: any) => i.type === 'reasoning').map((i: any) => i.encrypted_content),
+        [thought.encrypted, after.encrypted],
+      )
+      input = [...input, ...output, userMessage('thanks')]
+      const second = await postResponses(proxy.url, { ...base, input })
+      assert.equal(second.status, 200, second.text)
+      assert.deepEqual(inputPrefixViolations(upstream.requests), [])
+      const types = responsesRequests(upstream.requests)[2].input.map((i: any) => i.type)
+      assert.deepEqual(types.slice(3), [
+        'reasoning',
+        'function_call',
+        'function_call_output',
+        'reasoning',
+        'message',
+        'message',
+      ])
+    })
+
     test('errors come in the OpenAI shape', async () => {
       const bad = await postResponses(proxy.url, '{not json')
       assert.equal(bad.status, 400)

@@ -7,9 +7,13 @@ import type { FakeResponse, FakeScript, RecordedRequest } from './fake-upstream.
 export type Block =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
 
-/** What the scripted model says next: text and tool calls. */
+/** What the scripted model says next: its thinking (extended thinking), text and tool calls. */
 export interface ClaudeSay {
+  thinking?: { thinking: string; signature: string }
+  redacted?: string
   text?: string
   tools?: { name: string; input: Record<string, unknown>; id?: string }[]
 }
@@ -43,7 +47,24 @@ export function anthropicEvents(content: Block[], id = 'msg_1'): object[] {
     { type: 'ping' },
   ]
   content.forEach((block, index) => {
-    if (block.type === 'text') {
+    if (block.type === 'thinking') {
+      // As the API streams it: an empty block, the thinking in pieces, then its signature.
+      const start = { type: 'thinking', thinking: '', signature: '' }
+      events.push({ type: 'content_block_start', index, content_block: start })
+      for (const part of split(block.thinking))
+        events.push({
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'thinking_delta', thinking: part },
+        })
+      events.push({
+        type: 'content_block_delta',
+        index,
+        delta: { type: 'signature_delta', signature: block.signature },
+      })
+    } else if (block.type === 'redacted_thinking') {
+      events.push({ type: 'content_block_start', index, content_block: block })
+    } else if (block.type === 'text') {
       events.push({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } })
       for (const part of split(block.text))
         events.push({
@@ -99,6 +120,8 @@ export function scriptedClaude(
       }
     const say = typeof next === 'function' ? next(request) : next
     const content: Block[] = []
+    if (say.thinking) content.push({ type: 'thinking', ...say.thinking })
+    if (say.redacted !== undefined) content.push({ type: 'redacted_thinking', data: say.redacted })
     if (say.text !== undefined) content.push({ type: 'text', text: say.text })
     for (const tool of say.tools ?? [])
       content.push({
@@ -144,7 +167,10 @@ export function assembleMessage(events: readonly any[]): { content: any[]; stop_
       content[event.index] = structuredClone(event.content_block)
       json[event.index] = ''
     } else if (event.type === 'content_block_delta') {
-      if (event.delta.type === 'text_delta') content[event.index].text += event.delta.text
+      const block = content[event.index]
+      if (event.delta.type === 'text_delta') block.text += event.delta.text
+      else if (event.delta.type === 'thinking_delta') block.thinking += event.delta.thinking
+      else if (event.delta.type === 'signature_delta') block.signature = event.delta.signature
       else json[event.index] += event.delta.partial_json
     } else if (event.type === 'content_block_stop') {
       if (json[event.index]) content[event.index].input = JSON.parse(json[event.index]!)

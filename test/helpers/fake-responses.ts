@@ -1,9 +1,17 @@
 import { prefixViolations } from './model.js'
 import type { FakeResponse, FakeScript, RecordedRequest } from './fake-upstream.js'
 
-/** What a scripted Responses model says next: function calls, or text. */
-export type ResponsesSay =
+/** What a scripted Responses model says next: function calls, or text; a reasoning model first reasons. */
+export type ResponsesSay = (
   { calls: { name: string; args: Record<string, unknown>; id?: string }[] } | { text: string }
+) & { reasoning?: { summary: string; encrypted: string } }
+
+/** A reasoning item, as a stateless request (`include: ["reasoning.encrypted_content"]`) gets it. */
+function reasoningItem(say: ResponsesSay, n: number): Record<string, unknown>[] {
+  if (!say.reasoning) return []
+  const summary = [{ type: 'summary_text', text: say.reasoning.summary }]
+  return [{ type: 'reasoning', id: 'rs_' + n, summary, encrypted_content: say.reasoning.encrypted }]
+}
 
 const usage = {
   input_tokens: 100,
@@ -14,8 +22,10 @@ const usage = {
 
 /** The output items of one answer. */
 function outputItems(say: ResponsesSay, callNumber: () => number): Record<string, unknown>[] {
+  const reasoning = reasoningItem(say, callNumber())
   if ('text' in say)
     return [
+      ...reasoning,
       {
         type: 'message',
         id: 'msg_' + callNumber(),
@@ -24,7 +34,7 @@ function outputItems(say: ResponsesSay, callNumber: () => number): Record<string
         content: [{ type: 'output_text', text: say.text, annotations: [] }],
       },
     ]
-  return say.calls.map((call) => {
+  const calls = say.calls.map((call) => {
     const n = callNumber()
     return {
       type: 'function_call',
@@ -35,6 +45,7 @@ function outputItems(say: ResponsesSay, callNumber: () => number): Record<string
       arguments: JSON.stringify(call.args),
     }
   })
+  return [...reasoning, ...calls]
 }
 
 /** A whole Responses API object. */
@@ -52,7 +63,30 @@ export function responsesEvents(id: string, output: Record<string, unknown>[]): 
   push({ type: 'response.created', response: { ...base, status: 'in_progress' } })
   push({ type: 'response.in_progress', response: { ...base, status: 'in_progress' } })
   output.forEach((item, index) => {
-    if (item.type === 'message') {
+    if (item.type === 'reasoning') {
+      // Its summary streams; the encrypted content comes only with the finished item.
+      const { encrypted_content: _, ...opening } = item
+      push({
+        type: 'response.output_item.added',
+        output_index: index,
+        item: { ...opening, summary: [] },
+      })
+      const text = (item.summary as { text: string }[])[0]!.text
+      push({
+        type: 'response.reasoning_summary_text.delta',
+        item_id: item.id,
+        output_index: index,
+        summary_index: 0,
+        delta: text,
+      })
+      push({
+        type: 'response.reasoning_summary_text.done',
+        item_id: item.id,
+        output_index: index,
+        summary_index: 0,
+        text,
+      })
+    } else if (item.type === 'message') {
       const text = (item.content as { text: string }[])[0]!.text
       push({
         type: 'response.output_item.added',
