@@ -10,7 +10,14 @@ import {
 } from '../helpers/fake-upstream.js'
 import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.js'
 import { createLogger } from '../../src/log.js'
-import { postChat, promptBlock, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
+import {
+  chatWithResults,
+  postChat,
+  promptBlock,
+  sseData,
+  startProxy,
+  type TestProxy,
+} from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
@@ -136,6 +143,178 @@ for (const stream of [false, true]) {
     })
   })
 }
+
+/**
+ * DeepSeek in thinking mode refuses a tool-call turn whose assistant message lacks its
+ * `reasoning_content` (api-docs.deepseek.com/guides/thinking_mode#tool-calls): this fake does too.
+ */
+function refusesWithoutReasoning(request: RecordedRequest) {
+  const messages: any[] = request.json.messages
+  const lastUser = messages.findLastIndex((m) => m.role === 'user')
+  const bare = messages.findIndex(
+    (m, i) =>
+      i > lastUser &&
+      m.role === 'assistant' &&
+      m.tool_calls &&
+      typeof m.reasoning_content !== 'string',
+  )
+  if (bare < 0) return undefined
+  const message = `Missing \`reasoning_content\` field in the assistant message at message index ${bare}.`
+  return {
+    status: 400,
+    body: JSON.stringify({ error: { message, type: 'invalid_request_error' } }),
+  }
+}
+
+/** The assistant message a client assembles from a streamed answer, reasoning included. */
+function assembledMessage(text: string): any {
+  const message: any = { role: 'assistant', content: '', reasoning_content: '' }
+  for (const data of sseData(text)) {
+    if (data === '[DONE]') continue
+    const delta = JSON.parse(data).choices?.[0]?.delta ?? {}
+    if (typeof delta.content === 'string') message.content += delta.content
+    if (typeof delta.reasoning_content === 'string')
+      message.reasoning_content += delta.reasoning_content
+  }
+  return message
+}
+
+for (const stream of [false, true]) {
+  describe(`recall with a thinking model on chat (${stream ? 'streaming' : 'non-streaming'})`, () => {
+    let upstream: FakeUpstream
+    let proxy: TestProxy
+    before(async () => {
+      upstream = await startFakeUpstream()
+      proxy = await startProxy({
+        upstreamUrl: upstream.url,
+        store: await createStore('memory:', { idleTtlMs: DAY }),
+      })
+    })
+    after(async () => {
+      await proxy.close()
+      await upstream.close()
+    })
+
+    test("a recall round sends the model's reasoning_content back with its call (DeepSeek refuses it otherwise)", async () => {
+      const model = scriptedModel([
+        {
+          reasoning: 'Line 500 is in #0001. ',
+          calls: [{ name: 'recall', args: { id: '0001', offset: 500, limit: 1 } }],
+        },
+        { reasoning: 'It says 500.', content: 'Line 500 says 500.' },
+        { content: 'Bye.' },
+      ])
+      upstream.setScript(
+        (request, index) => refusesWithoutReasoning(request) ?? model(request, index),
+      )
+      const body = {
+        model: 'deepseek-reasoner',
+        stream,
+        tools: [{ type: 'function', function: { name: 'Bash' } }],
+        messages: [
+          { role: 'user', content: 'line 500?' },
+          {
+            role: 'assistant',
+            content: null,
+            reasoning_content: 'Run seq.',
+            tool_calls: [
+              { id: 'c1', type: 'function', function: { name: 'Bash', arguments: '{}' } },
+            ],
+          },
+          {
+            role: 'tool',
+            tool_call_id: 'c1',
+            content: Array.from({ length: 1000 }, (_, i) => i + 1).join('\n'),
+          },
+        ],
+        user: `thinking-${stream}`,
+      }
+      const first = await postChat(proxy.url, body, { 'x-session-id': `thinking-${stream}` })
+      assert.equal(first.status, 200, first.text)
+      const answer = stream ? assembledMessage(first.text) : first.json.choices[0].message
+      assert.equal(answer.content, 'Line 500 says 500.')
+      assert.equal(answer.reasoning_content, 'Line 500 is in #0001. It says 500.')
+      const round = chatRequests(upstream.requests)[1].messages.at(-2)
+      assert.equal(round.tool_calls[0].function.name, 'recall')
+      assert.equal(round.reasoning_content, 'Line 500 is in #0001. ')
+      const next = {
+        ...body,
+        messages: [...body.messages, answer, { role: 'user', content: 'Thanks' }],
+      }
+      const second = await postChat(proxy.url, next, { 'x-session-id': `thinking-${stream}` })
+      assert.equal(second.status, 200, second.text)
+      assert.deepEqual(prefixViolations(upstream.requests), [])
+      const restored = chatRequests(upstream.requests)[2].messages.slice(-5)
+      // The hidden exchange comes back with each round's own reasoning.
+      assert.deepEqual(
+        restored.map((m: any) => m.role + ':' + (m.reasoning_content ?? '')),
+        ['tool:', 'assistant:Line 500 is in #0001. ', 'tool:', 'assistant:It says 500.', 'user:'],
+      )
+    })
+  })
+}
+
+describe('recall with OpenRouter reasoning blocks and Gemini thought signatures (streaming)', () => {
+  test('the round gets the blocks joined piece by piece, signature kept, and the call its extra_content', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+    })
+    try {
+      const chunk = (delta: object, finish: string | null = null) => ({
+        id: 'gen-1',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'anthropic/claude-sonnet-4.5',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      })
+      const piece = (fields: object) => ({ type: 'reasoning.text', index: 0, ...fields })
+      let round: any
+      upstream.setScript((request, index) => {
+        if (index === 0)
+          return {
+            sse: [
+              chunk({
+                role: 'assistant',
+                content: '',
+                reasoning: 'Think',
+                reasoning_details: [piece({ text: 'Think', format: 'anthropic-claude-v1' })],
+              }),
+              chunk({ reasoning: 'ing.', reasoning_details: [piece({ text: 'ing.' })] }),
+              chunk({ reasoning_details: [piece({ signature: 'sig-xyz' })] }),
+              chunk({
+                tool_calls: [
+                  {
+                    index: 0,
+                    id: 'call_r',
+                    type: 'function',
+                    function: { name: 'recall', arguments: '' },
+                    extra_content: { google: { thought_signature: 'TS1' } },
+                  },
+                ],
+              }),
+              chunk({ tool_calls: [{ index: 0, function: { arguments: '{"id":"0001"}' } }] }),
+              chunk({}, 'tool_calls'),
+            ],
+          }
+        round = request.json.messages.at(-2)
+        return { sse: [chunk({ role: 'assistant', content: 'ok' }), chunk({}, 'stop')] }
+      })
+      const body = { ...chatWithResults([{ id: 'c1', output: 'a\nb' }]), stream: true }
+      const answer = await postChat(proxy.url, body)
+      assert.equal(answer.status, 200, answer.text)
+      assert.equal(round.reasoning, 'Thinking.')
+      assert.deepEqual(round.reasoning_details, [
+        piece({ text: 'Thinking.', format: 'anthropic-claude-v1', signature: 'sig-xyz' }),
+      ])
+      assert.deepEqual(round.tool_calls[0].extra_content, { google: { thought_signature: 'TS1' } })
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+})
 
 describe('streaming details', () => {
   test('usage is summed over recall rounds, one [DONE], chunk ids of the first round', async () => {

@@ -224,6 +224,8 @@ function lowerCaseKeys(headers: Record<string, string> | undefined): Record<stri
 
 export type FakeCompletionOptions = {
   content?: string
+  /** A thinking model's reasoning (DeepSeek's `reasoning_content`). */
+  reasoning?: string
   toolCalls?: { id: string; name: string; arguments: string }[]
   usage?: FakeUsage
   finishReason?: string
@@ -235,6 +237,8 @@ export type FakeCompletionOptions = {
 export type FakeChunksOptions = {
   /** Text deltas, in order. */
   content?: string[]
+  /** Reasoning deltas (DeepSeek's `reasoning_content`), streamed before the text. */
+  reasoning?: string[]
   /** Each call's argument fragments, in order; calls are streamed one after another. */
   toolCalls?: { id: string; name: string; arguments: string[] }[]
   /** When given, every chunk carries `usage: null` and a last `choices: []` chunk carries it. */
@@ -261,6 +265,7 @@ export function chatCompletion(options: FakeCompletionOptions = {}) {
     content: options.content ?? (toolCalls.length > 0 ? null : ''),
     refusal: null,
   }
+  if (options.reasoning !== undefined) message['reasoning_content'] = options.reasoning
   if (toolCalls.length > 0) {
     message['tool_calls'] = toolCalls.map((call) => ({
       id: call.id,
@@ -318,7 +323,8 @@ export function chatChunks(options: FakeChunksOptions = {}): Record<string, unkn
 
   const chunks: Record<string, unknown>[] = []
   const [firstCall] = toolCalls
-  const roleMergesWithCall = content.length === 0 && firstCall !== undefined
+  const roleMergesWithCall =
+    content.length === 0 && firstCall !== undefined && (options.reasoning ?? []).length === 0
   chunks.push(
     roleMergesWithCall
       ? deltaChunk({
@@ -329,6 +335,8 @@ export function chatChunks(options: FakeChunksOptions = {}): Record<string, unkn
         })
       : deltaChunk({ role: 'assistant', content: '', refusal: null }),
   )
+  for (const thought of options.reasoning ?? [])
+    chunks.push(deltaChunk({ content: null, reasoning_content: thought }))
   for (const text of content) chunks.push(deltaChunk({ content: text }))
   toolCalls.forEach((call, index) => {
     if (index > 0 || !roleMergesWithCall)

@@ -6,10 +6,11 @@ import {
   type RecordedRequest,
 } from './fake-upstream.js'
 
-/** What the scripted model says next: tool calls, or text. */
-export type Say =
+/** What the scripted model says next: tool calls, or text; a thinking model reasons first. */
+export type Say = (
   | { calls: { name: string; args: Record<string, unknown>; id?: string }[]; content?: string }
   | { content: string }
+) & { reasoning?: string }
 
 /**
  * A fake model that says the planned things in order, streaming when the request asks to. A
@@ -39,13 +40,14 @@ export function scriptedModel(
       const response: FakeResponse = {
         sse: chatChunks({
           content: content === undefined ? [] : splitText(content),
+          ...(say.reasoning === undefined ? {} : { reasoning: splitText(say.reasoning) }),
           toolCalls: calls.map((call) => ({ ...call, arguments: splitText(call.arguments) })),
           usage: request.json?.stream_options?.include_usage ? usage : undefined,
         }),
       }
       return response
     }
-    return { json: chatCompletion({ content, toolCalls: calls, usage }) }
+    return { json: chatCompletion({ content, toolCalls: calls, usage, reasoning: say.reasoning }) }
   }
 }
 

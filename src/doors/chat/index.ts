@@ -10,6 +10,7 @@ import {
   type ToolDefinition,
 } from '../../wire/chat.js'
 import type { Door, Json, Part, RecallReply, RoundEnd, View } from '../../pipeline/door.js'
+import { Reasoning, reasoningFields } from './reasoning.js'
 import { ChatStream } from './stream.js'
 
 /** `POST /v1/chat/completions`: the view is the request's own messages. */
@@ -64,7 +65,10 @@ export const chatDoor: Door = {
     if (!isRecord(json) || !message) return undefined
     const text = contentText(message.content as never)
     const calls = (Array.isArray(message.tool_calls) ? message.tool_calls : []) as ToolCall[]
+    const reasoning = new Reasoning()
+    reasoning.take(message)
     const parts: Part[] = [
+      ...reasoning.part(),
       ...(text === '' ? [] : [{ raw: { text } }]),
       ...calls.map((call) => ({ raw: call as Json, call })),
     ]
@@ -100,11 +104,15 @@ function tools(request: Json): ToolDefinition[] {
   return Array.isArray(request.tools) ? (request.tools as ToolDefinition[]) : []
 }
 
-/** Parts as one assistant message: its text joined, its calls in order. */
+/** Parts as one assistant message: its text joined, its reasoning, its calls in order. */
 export function assistantMessage(parts: readonly Part[]): Json {
   const text = parts.flatMap((part) => (part.call ? [] : [String(part.raw.text ?? '')])).join('')
   const calls = parts.flatMap((part) => (part.call ? [part.call] : []))
-  const message: Json = { role: 'assistant', content: text === '' ? null : text }
+  const message: Json = {
+    role: 'assistant',
+    content: text === '' ? null : text,
+    ...reasoningFields(parts),
+  }
   if (calls.length > 0) message.tool_calls = calls
   return message
 }

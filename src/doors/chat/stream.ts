@@ -4,6 +4,7 @@ import { isRecord, type ToolCall } from '../../wire/chat.js'
 import { encodeSseData, SSE_DONE, type SseEvent } from '../../wire/sse.js'
 import type { DoorStream, Json, Part, RoundEnd, UpstreamError } from '../../pipeline/door.js'
 import { assistantMessage } from './index.js'
+import { Reasoning } from './reasoning.js'
 
 interface CallState {
   id: string
@@ -14,6 +15,8 @@ interface CallState {
   recall?: boolean
   /** Deltas that came before the name did. */
   pending: Json[]
+  /** A call's other fields (Gemini's `extra_content` with its thought signature), sent back. */
+  extra: Json
 }
 
 /**
@@ -60,6 +63,7 @@ export class ChatStream implements DoorStream {
       held.push(encodeSseData(round.usage.raw))
     held.push(encodeSseData(SSE_DONE))
     const parts: Part[] = [
+      ...round.reasoning.part(),
       ...(round.text === '' ? [] : [{ raw: { text: round.text } }]),
       ...round.toolCalls().map((call) => ({ raw: call as Json, call })),
     ]
@@ -99,6 +103,7 @@ export class ChatStream implements DoorStream {
 /** One upstream stream's worth of state. */
 class ChatRound {
   readonly calls = new Map<number, CallState>()
+  readonly reasoning = new Reasoning(true)
   text = ''
   done = false
   finish: { raw: string; chunk: Json } | undefined
@@ -139,6 +144,7 @@ class ChatRound {
     }
     const delta = isRecord(choice.delta) ? choice.delta : undefined
     if (delta && typeof delta.content === 'string') this.text += delta.content
+    if (delta) this.reasoning.take(delta)
     if (delta && Array.isArray(delta.tool_calls)) {
       // Some servers leave out `index` when a chunk holds one call: its position stands for it.
       const forwarded = delta.tool_calls.flatMap((part: unknown, position: number) =>
@@ -160,10 +166,12 @@ class ChatRound {
     if (!isRecord(part) || typeof part.index !== 'number') return []
     let state = this.calls.get(part.index)
     if (!state) {
-      state = { id: '', name: '', arguments: '', pending: [] }
+      state = { id: '', name: '', arguments: '', pending: [], extra: {} }
       this.calls.set(part.index, state)
     }
     if (typeof part.id === 'string') state.id = part.id
+    for (const [key, value] of Object.entries(part))
+      if (!CALL_FIELDS.has(key)) state.extra[key] = value
     const fn = isRecord(part.function) ? part.function : {}
     if (typeof fn.name === 'string') state.name += fn.name
     if (typeof fn.arguments === 'string') state.arguments += fn.arguments
@@ -196,6 +204,7 @@ class ChatRound {
         id: call.id,
         type: 'function',
         function: { name: call.name, arguments: call.arguments },
+        ...call.extra,
       }))
   }
 
@@ -225,6 +234,9 @@ class ChatRound {
     }
   }
 }
+
+/** A streamed call's fields the round assembles itself. */
+const CALL_FIELDS = new Set(['index', 'id', 'type', 'function'])
 
 function hasContent(delta: Json): boolean {
   return Object.entries(delta).some(
