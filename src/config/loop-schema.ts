@@ -71,6 +71,8 @@ export const ProxySchema = z.strictObject({
   recall: z.strictObject({
     tool_name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/),
     max_rounds: count,
+    /** Follows the answers of round max_rounds, after which the model is asked once more. */
+    last_round_note: z.string().min(1),
     description: z.string().min(1),
     /** Each parameter's description; one left out is sent without (every token counts). */
     parameters: z.strictObject({

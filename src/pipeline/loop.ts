@@ -60,7 +60,8 @@ export function send(turn: Turn, extra: readonly Json[] = []): Promise<UpstreamR
 
 /**
  * The recall loop, once for every door and for whole and streamed answers alike: each round's
- * recall calls are answered from the store and the upstream is asked again, up to max_rounds;
+ * recall calls are answered from the store and the upstream is asked again, up to max_rounds
+ * (then once more, the answers saying it was the last);
  * the client sees only its own calls, and what the upstream really had is recorded before the
  * client sees the answer.
  */
@@ -103,6 +104,9 @@ export class RecallLoop {
           `${turn.place.index}\u0000${turn.place.previous}\u0000${round}\u0000${k}\u0000${call.id}`,
         ),
       )
+      // The last round the proxy answers says so, and the model is asked once more: a model
+      // that goes on recalling would otherwise end its turn with nothing to show.
+      const maxRounds = turn.recall?.maxRounds ?? 1
       const replies = await answerRecalls(
         recalls,
         claims,
@@ -110,6 +114,7 @@ export class RecallLoop {
         turn.store,
         turn.rules,
         turn.nextIds,
+        round + 1 === maxRounds ? turn.recall?.lastRoundNote : undefined,
       )
       const answered = turn.door.replyItems(replies)
       this.#hidden.push(...said, ...answered)
@@ -118,7 +123,7 @@ export class RecallLoop {
         round: round + 1,
         door: turn.door.name,
       })
-      const lastRound = round + 1 >= (turn.recall?.maxRounds ?? 1)
+      const lastRound = round >= maxRounds
       if (!shown.some((part) => part.call) && !lastRound) {
         this.extra.push(...said, ...answered)
         return 'again'

@@ -10,6 +10,7 @@ import { keys } from '../session/records.js'
 export interface RecallSetup {
   readonly name: string
   readonly maxRounds: number
+  readonly lastRoundNote: string
   readonly tool: ToolDefinition
 }
 
@@ -17,6 +18,7 @@ export function recallSetup(recall: Loop['proxy']['recall']): RecallSetup {
   return {
     name: recall.tool_name,
     maxRounds: recall.max_rounds,
+    lastRoundNote: recall.last_round_note,
     tool: {
       type: 'function',
       function: {
@@ -44,7 +46,8 @@ function parameter(type: string, description: string | undefined): Record<string
 /**
  * Answers the model's recall calls from the session's own store: each answer gets the next id
  * (claimed under `claims`, one per call: a retried request gets the same ids) and is stored like
- * any result. An id of another session is simply not there.
+ * any result. An id of another session is simply not there. A `note` follows each answer (not
+ * stored with it: a recall of the answer's id shows the answer alone).
  */
 export async function answerRecalls(
   calls: readonly ToolCall[],
@@ -53,6 +56,7 @@ export async function answerRecalls(
   store: Store,
   rules: ContextRules,
   nextIds: Memo<number>,
+  note?: string,
 ): Promise<RecallReply[]> {
   const asked = calls.map((call) => recallArguments(call.function.arguments))
   const targets = asked.map((args) => (args.id === undefined ? undefined : parseId(args.id)))
@@ -89,7 +93,8 @@ export async function answerRecalls(
       }),
     }),
   )
-  return calls.map((call, i) => ({ callId: call.id, content: winners[i]! }))
+  const after = note === undefined ? '' : '\n\n' + note
+  return calls.map((call, i) => ({ callId: call.id, content: winners[i]! + after }))
 }
 
 interface RecallArguments {

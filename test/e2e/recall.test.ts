@@ -12,6 +12,7 @@ import { chatRequests, prefixViolations, scriptedModel } from '../helpers/model.
 import { createLogger } from '../../src/log.js'
 import {
   chatWithResults,
+  loop,
   postChat,
   promptBlock,
   sseData,
@@ -127,6 +128,40 @@ for (const stream of [false, true]) {
       assert.match(tail[2].content, /^\[#0003\]\nnext\n$/)
     })
 
+    test('a model that recalls four times is told it was the last, and its answer after reaches the client', async () => {
+      upstream.requests.length = 0
+      const again = (n: number) => ({
+        calls: [{ name: 'recall', args: { id: '0001', offset: n, limit: 1 } }],
+      })
+      upstream.setScript(
+        scriptedModel([
+          { calls: [{ name: 'Bash', args: { command: 'seq 1 100' } }] },
+          again(1),
+          again(2),
+          again(3),
+          again(4),
+          { content: 'Lines 1 to 4 are 1 to 4.' },
+        ]),
+      )
+      const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project, stream })
+      assert.equal(await agent.ask('Lines 1-4, one at a time.'), 'Lines 1 to 4 are 1 to 4.')
+      const requests = upstream.requests.slice(-5)
+      const last = lastToolText(requests.at(-1)!)
+      assert.match(last, /^\[#\w+ recall #0001 lines 4-4 of 100\]\n4\n\n/)
+      assert.ok(last.endsWith(loop.proxy.recall.last_round_note))
+      // The answer's own id shows the answer alone.
+      const id = /^\[(#\w+)/.exec(last)![1]
+      upstream.setScript(
+        scriptedModel([
+          { calls: [{ name: 'recall', args: { id } }] },
+          (request) => ({ content: lastToolText(request) }),
+        ]),
+      )
+      const shown = await agent.ask('And that answer?')
+      assert.ok(!shown.includes(loop.proxy.recall.last_round_note), shown)
+      assert.deepEqual(prefixViolations(upstream.requests), [])
+    })
+
     test('recall rounds are bounded; an unknown id is answered, not an error', async () => {
       upstream.requests.length = 0
       const forever = { calls: [{ name: 'recall', args: { id: '#ffff' } }] }
@@ -135,7 +170,18 @@ for (const stream of [false, true]) {
       const answer = await agent.complete()
       assert.equal(answer.tool_calls, undefined)
       const requests = chatRequests(upstream.requests)
-      assert.equal(requests.length, 4, 'max_rounds upstream calls, then the proxy stops asking')
+      assert.equal(
+        requests.length,
+        5,
+        'max_rounds answered rounds, one more ask after the note, then the proxy stops asking',
+      )
+      const note = loop.proxy.recall.last_round_note
+      const lastTools = upstream.requests.slice(1).map((r) => lastToolText(r))
+      assert.deepEqual(
+        lastTools.map((text) => text.endsWith('\n\n' + note)),
+        [false, false, false, true],
+        'only the answers of the last round say so',
+      )
       assert.match(
         lastToolText(upstream.requests[1]!),
         /^\[#\w+\] No stored result #ffff in this session\.$/,
