@@ -20,6 +20,7 @@ import { KeptBuilder, resolveKept } from './kept.js'
 import type { HistoryStats } from './rebuild.js'
 import { isMarker, shapeItems, type ShapeDeps, type Shaped } from './shape.js'
 import {
+  closestState,
   prefixHash,
   type ItemDigests,
   type PrefixWatch,
@@ -157,13 +158,17 @@ async function prepareWhole(
     deps,
   )
   if (!shaped) throw new Error('the full path always shapes')
-  const previous = earlier.find((state) => state.scope === shaped.session.scope)
+  const scope = shaped.session.scope
+  const mine = earlier.some((state) => state.scope === scope)
   // Every element's end: to digest and keep each item (a large body's span came with its parse).
   const span =
-    (shaped.remember || previous) &&
-    (parsed.span ?? (await arraySpan(bytes, door.arrayKey, Number.MAX_SAFE_INTEGER)))
+    shaped.remember || mine
+      ? (parsed.span ?? (await arraySpan(bytes, door.arrayKey, Number.MAX_SAFE_INTEGER)))
+      : undefined
   const elements = span && elementsOf(bytes, span.arrayStart + 1, span.ends)
   const digests = elements && (await itemDigests(bytes, elements, shaped.upstream, items.length))
+  const previous =
+    scope !== undefined && digests ? closestState(earlier, scope, digests.client) : undefined
   const sentBytes = piecesBytes(shaped.items)
   const broken =
     previous && digests

@@ -197,12 +197,53 @@ export class SpliceCache {
   #remember(key: string, state: SpliceState): boolean {
     if (this.maxBytes <= 0) return false
     const previous = this.#byKey.peek(key) ?? []
-    // A key holds a few sessions: implicit ones of one tenant share it.
-    const states = [state, ...previous.filter((old) => old.scope !== state.scope)].slice(0, 4)
+    // A key holds a few conversations: implicit sessions of one tenant share it, and one session
+    // can hold several (Claude Code's subagents send theirs under the main one's id). A state
+    // goes when this one continues it.
+    const states = [state, ...previous.filter((old) => !continues(state, old))].slice(
+      0,
+      STATES_PER_KEY,
+    )
     this.#byKey.set(key, states, size(states))
     this.#byKey.evictTo(this.maxBytes, key)
     return true
   }
+}
+
+/** Conversations remembered under one key: a session and the subagents it runs at once. */
+const STATES_PER_KEY = 8
+
+/** Whether `next` goes on from `old`: the same session, its items beginning with old's. */
+function continues(next: SpliceState, old: SpliceState): boolean {
+  if (old.scope !== next.scope) return false
+  const [before, after] = [old.digests.client, next.digests.client]
+  if (before.length > after.length) return false
+  for (let i = 0; i < before.length; i++) if (before[i] !== after[i]) return false
+  return true
+}
+
+/**
+ * Of the states this process remembers of a session, the one a request whose items have these
+ * digests goes on from: the longest shared beginning. One with no item in the same place is
+ * another conversation of the session (a subagent's); a history rewritten from its first item
+ * (a system message that changed) still shares the items after it.
+ */
+export function closestState(
+  states: readonly SpliceState[],
+  scope: string,
+  client: readonly string[],
+): SpliceState | undefined {
+  let best: SpliceState | undefined
+  let bestShared = -1
+  for (const state of states) {
+    if (state.scope !== scope) continue
+    const before = state.digests.client
+    let shared = 0
+    while (shared < before.length && before[shared] === client[shared]) shared++
+    if (shared === 0 && !before.some((digest, i) => digest === client[i])) continue
+    if (shared > bestShared) [best, bestShared] = [state, shared]
+  }
+  return best
 }
 
 function size(states: readonly SpliceState[]): number {

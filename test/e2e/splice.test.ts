@@ -188,7 +188,7 @@ test('sessions named in the body keep their fast path apart by their affinity he
     store,
     log: createLogger('info', (line) => lines.push(line)),
   })
-  const sessions = Array.from({ length: 6 }, (_, i) => `0199a1b2-0000-7000-8000-00000000000${i}`)
+  const sessions = Array.from({ length: 10 }, (_, i) => `0199a1b2-0000-7000-8000-00000000000${i}`)
   const input = (session: string, turns: number) => [
     { type: 'message', role: 'user', content: `Task of ${session}.` },
     ...Array.from({ length: turns }, (_, t) => [
@@ -233,7 +233,7 @@ test('sessions named in the body keep their fast path apart by their affinity he
     const apart = await spliced(true)
     assert.deepEqual(apart.slice(sessions.length), Array(2 * sessions.length).fill(1), `${apart}`)
     const shared = await spliced(false)
-    assert.ok(shared.slice(sessions.length).includes(0), `one key's four states: ${shared}`)
+    assert.ok(shared.slice(sessions.length).includes(0), `one key's eight states: ${shared}`)
   } finally {
     await proxy.close()
     await upstream.close()

@@ -3,13 +3,14 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { DedupeTable, hashLines } from '../../src/context/index.js'
 import {
+  closestState,
   prefixHash,
   PrefixWatch,
   SpliceCache,
   type SpliceState,
 } from '../../src/pipeline/splice.js'
 
-function state(scope: string, hashes: number): SpliceState {
+function state(scope: string, hashes: number, client: string[] = []): SpliceState {
   const table = new DedupeTable()
   const lineHashes = hashLines(Array.from({ length: hashes }, (_, i) => `line ${i}`))
   table.add({ kind: 'read', id: '#0001', absPath: '/a', start: 1, end: hashes, lineHashes })
@@ -17,7 +18,7 @@ function state(scope: string, hashes: number): SpliceState {
     scope,
     prefix: { length: 13, digest: Buffer.alloc(32), opens: true },
     kept: { pieces: [Buffer.from('{}')], bytes: 2, weight: 66 },
-    digests: { client: [], upstream: [] },
+    digests: { client, upstream: client },
     history: { table },
   } as unknown as SpliceState
 }
@@ -57,4 +58,32 @@ test('the watch goes on from its last length, where the next prefix is digested'
       .digest()
       .equals(prefixHash(body.subarray(0, 33)).digest()),
   )
+})
+
+test('one session keeps each of its conversations; a request that goes on from one replaces it', () => {
+  const cache = new SpliceCache(1_000_000)
+  const main = state('s', 1, ['sys', 'task', 'r1'])
+  const subagent = state('s', 1, ['sub', 'find', 'r2'])
+  cache.remember('k', main)
+  cache.remember('k', subagent)
+  assert.deepEqual(cache.states('k'), [subagent, main], 'a subagent does not push the main one out')
+  const mainLater = state('s', 1, ['sys', 'task', 'r1', 'call', 'r3'])
+  cache.remember('k', mainLater)
+  assert.deepEqual(cache.states('k'), [mainLater, subagent], 'the main one goes on from itself')
+  const otherSession = state('t', 1, ['sys', 'task', 'r1', 'call', 'r3', 'more'])
+  cache.remember('k', otherSession)
+  assert.equal(cache.states('k').length, 3, 'another session never replaces it')
+})
+
+test("a request's previous state is its own conversation's, never another's", () => {
+  const main = state('s', 1, ['sys', 'task', 'r1', 'call'])
+  const subagent = state('s', 1, ['sub', 'find', 'r2'])
+  const states = [subagent, main]
+  assert.equal(closestState(states, 's', ['sys', 'task', 'r1', 'call', 'r3']), main)
+  assert.equal(closestState(states, 's', ['sub', 'find', 'r2', 'x']), subagent)
+  // A new subagent shares nothing with either: it breaks no cache.
+  assert.equal(closestState(states, 's', ['sub2', 'other', 'r9']), undefined)
+  // A system message that changed (item 0) is still the main conversation, broken from item 0.
+  assert.equal(closestState(states, 's', ['sys at 10:02', 'task', 'r1', 'call', 'r3']), main)
+  assert.equal(closestState(states, 't', ['sys', 'task']), undefined, 'its own session only')
 })
