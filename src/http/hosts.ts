@@ -17,7 +17,7 @@ export function isLoopback(host: string): boolean {
 }
 
 /** `Host`'s name: no port, no IPv6 brackets, no trailing dot, lower case. */
-export function hostNameOf(header: string): string {
+function hostNameOf(header: string): string {
   const value = header.trim().toLowerCase()
   const name = value.startsWith('[') ? value.slice(1, value.indexOf(']')) : value.split(':')[0]!
   return name.endsWith('.') ? name.slice(0, -1) : name

@@ -84,16 +84,21 @@ export interface PrepareInput {
  */
 export async function prepare(input: PrepareInput, deps: PrepareDeps): Promise<Prepared> {
   const now = (deps.now ?? Date.now)()
-  const fast = await spliced(input, deps, now)
+  const given = { newResults: 0 }
+  const fast = await spliced(input, deps, now, given)
   if (fast) return fast
   // A whole parse of a long history takes several times its size in memory: a few at a time
   // keep many sessions starting at once (a restart, a cold replica) from exhausting memory.
   const release = await fullParses.acquire()
+  let whole: Prepared
   try {
-    return await prepareWhole(input, deps, now)
+    whole = await prepareWhole(input, deps, now)
   } finally {
     release()
   }
+  if (whole.kind !== 'rebuilt' || given.newResults === 0) return whole
+  const newResults = whole.stats.newResults + given.newResults
+  return { ...whole, stats: { ...whole.stats, newResults } }
 }
 
 /** A small counting semaphore. */
@@ -206,6 +211,7 @@ async function spliced(
   input: PrepareInput,
   deps: PrepareDeps,
   now: number,
+  given: { newResults: number },
 ): Promise<Prepared | undefined> {
   const { door, bytes, headers } = input
   // A compaction is decided over the whole history: the full path takes those requests.
@@ -266,6 +272,7 @@ async function spliced(
       known: resolveKept(state.kept.pieces, bytes),
       now,
       withinMs: deps.continueWithinMs,
+      given,
     },
     deps,
   )

@@ -2,8 +2,14 @@ import type { Door, Json, View } from './door.js'
 import { placeAnswers, restoreAnswers, type AnswerPlace, type Placed } from '../session/answers.js'
 import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'
-import { NO_ELISION, readElision, withBatch, writeBatch } from '../session/elision.js'
-import { keys } from '../session/records.js'
+import {
+  NO_ELISION,
+  readElision,
+  withBatch,
+  writeBatch,
+  type ElisionBatch,
+} from '../session/elision.js'
+import { keys, parseRecord } from '../session/records.js'
 import { marks, signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
@@ -17,6 +23,7 @@ import {
   partStart,
   standIn,
   type ElideSettings,
+  type Live,
 } from './elide.js'
 import {
   rebuildHistory,
@@ -47,6 +54,11 @@ export interface ShapeInput {
   readonly compactionSignal?: string | undefined
   readonly now: number
   readonly withinMs: number
+  /**
+   * Results a fast-path attempt wrote before it left the request to the full path, which then
+   * finds them stored: counted here so `/stats` counts them as new all the same.
+   */
+  readonly given?: { newResults: number } | undefined
 }
 
 export interface Shaped {
@@ -110,8 +122,14 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   let elision = start?.history.elision ?? NO_ELISION
   if (!start && elide && session.scope !== undefined)
     elision = await readElision(session.scope, deps.store, count)
-  // Another process's newer batch, or one that applies from here on: the full path decides.
-  const newerBatch = start && elide ? [keys.elision(elision.batches + 1)] : []
+  // Batches made since the remembered state, by another conversation of the session (a
+  // subagent's) or another process: read with the request's records, a few numbers at once.
+  const newerBatches =
+    start && elide
+      ? Array.from({ length: NEWER_BATCHES_A_READ }, (_, i) =>
+          keys.elision(elision.batches + 1 + i),
+        )
+      : []
   if (start && elision.pending.some((at) => at <= count)) return undefined
   let rebuilt = await rebuildHistory(
     {
@@ -122,12 +140,24 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
       continuity,
       start: start?.history,
       snapshotAt,
-      extraKeys: [...answers.placed.map((p) => keys.hidden(p.key)), ...newerBatch],
+      extraKeys: [...answers.placed.map((p) => keys.hidden(p.key)), ...newerBatches],
       elision,
     },
     deps,
   )
-  if (newerBatch.length > 0 && rebuilt.extra.at(-1) !== undefined) return undefined
+  if (input.given) input.given.newResults = rebuilt.stats.newResults
+  if (start && newerBatches.length > 0) {
+    const found = othersBatches(rebuilt.extra.slice(-newerBatches.length), [
+      ...start.live.map((result) => result.key),
+      ...tools.keys.flatMap((key) => (key === undefined ? [] : [key])),
+    ])
+    // One that elides this conversation's results: the full path applies it.
+    if (found === undefined) return undefined
+    if (found.length > 0) {
+      elision = found.reduce((sum, batch) => withBatch(sum, batch, Infinity), elision)
+      rebuilt = await rebuilt.reassemble(elision)
+    }
+  }
   const known = input.known ?? []
   let upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
   // Only --elide weighs batches: without it, no result is followed.
@@ -175,14 +205,20 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
       ...(inputs.sent.size > 0 ? { inputs: Object.fromEntries(inputs.sent) } : {}),
     }
     const batch = await writeBatch(session.scope, deps.store, elision, ours, inputs.recalled)
+    const won = JSON.stringify(batch) === JSON.stringify(ours)
     // Another process's batch won the race: it may reach further back; the full path applies it.
-    if (start && JSON.stringify(batch) !== JSON.stringify(ours)) return undefined
+    if (start && !won) return undefined
+    // Its first result (or call) is where the upstream bytes first differ from the previous
+    // request's; a batch of another conversation that won the number changes none of them.
+    const starts = won ? due.map(partStart) : elidedStarts(live, batch)
     rebuilt = await rebuilt.reassemble(withBatch(elision, batch, count))
     upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
     live = liveNow()
-    // Its first result (or call) is where the upstream bytes first differ from the previous request's.
-    const first = due.map(partStart).reduce((a, b) => (b.offset < a.offset ? b : a))
-    batchAt = { item: first.item, raw: items[first.item - base], at: first.offset }
+    const first = starts.reduce<(typeof starts)[number] | undefined>(
+      (a, b) => (a === undefined || b.offset < a.offset ? b : a),
+      undefined,
+    )
+    if (first) batchAt = { item: first.item, raw: items[first.item - base], at: first.offset }
   }
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
   const place = { index: count, previous: answers.last }
@@ -392,4 +428,35 @@ function systemKey(system: string, profile: Profile): string {
  */
 export function isMarker(message: ChatMessage, profile: Profile): boolean {
   return profile.compaction.some((marker) => !marker.first && marks(marker, message))
+}
+
+/** Batch numbers the fast path reads past its remembered state with the request's records. */
+const NEWER_BATCHES_A_READ = 4
+
+/**
+ * The batches read past the remembered state when none of them elides any of `mine` (this
+ * conversation's results in full: they were another conversation's, a subagent's); undefined
+ * when one does, or when every number read was taken (there may be more).
+ */
+function othersBatches(
+  values: readonly (string | undefined)[],
+  mine: readonly string[],
+): ElisionBatch[] | undefined {
+  const batches: ElisionBatch[] = []
+  for (const value of values) {
+    if (value === undefined) return batches
+    const batch = parseRecord<ElisionBatch>(value)
+    if (!batch || mine.some((key) => key in batch.texts || (batch.inputs && key in batch.inputs)))
+      return undefined
+    batches.push(batch)
+  }
+  return undefined
+}
+
+/** Where each of `live` that `batch` elides begins upstream: its result, or its call's input. */
+function elidedStarts(live: readonly Live[], batch: ElisionBatch) {
+  return live.flatMap((result) => [
+    ...(result.key in batch.texts ? [{ item: result.item, offset: result.offset }] : []),
+    ...(result.input && batch.inputs && result.key in batch.inputs ? [result.input] : []),
+  ])
 }

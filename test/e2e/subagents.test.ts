@@ -10,7 +10,8 @@ import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { anthropicMessage } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
-import { startProxy } from '../helpers/proxy.js'
+import { defaultElide, startProxy } from '../helpers/proxy.js'
+import type { ElideSettings } from '../../src/pipeline/elide.js'
 
 const DAY = 86_400_000
 const TOOLS = [
@@ -53,7 +54,25 @@ class Conversation {
   }
 }
 
-test('subagents under the main session id: each conversation on its own fast path, no break blamed on the client', async () => {
+/** What a session of a main conversation and two subagents sent upstream, and how. */
+interface Run {
+  /** Each conversation's upstream `messages`, request by request. */
+  readonly sent: readonly (readonly string[])[]
+  readonly spliced: readonly number[]
+  /** Which conversation each request was (0 the main one), in the order sent. */
+  readonly order: readonly number[]
+  readonly clientBreaks: number
+  readonly proxyBreaks: number
+  readonly newResults: number
+}
+
+/** The main conversation, then two subagents at once, their turns interleaved with its own. */
+async function runSession(
+  options: { elide?: ElideSettings; spliceChars?: number },
+  turns = 4,
+  /** The subagents' requests of a turn sent at once, as Claude Code runs them. */
+  together = false,
+): Promise<Run> {
   const upstream = await startFakeUpstream(() => ({
     json: anthropicMessage([{ type: 'text', text: 'ok' }]),
   }))
@@ -64,6 +83,7 @@ test('subagents under the main session id: each conversation on its own fast pat
     store: await createStore('memory:', { idleTtlMs: DAY }),
     stats,
     log: createLogger('info', (line) => lines.push(line)),
+    ...options,
   })
   try {
     const main = new Conversation('You are Claude Code.', 'Look into the repo.')
@@ -71,7 +91,9 @@ test('subagents under the main session id: each conversation on its own fast pat
       new Conversation('You are a search agent. A', 'Find the config.'),
       new Conversation('You are a search agent. B', 'Find the tests.'),
     ]
-    const sent = new Map<Conversation, string[]>()
+    const conversations = [main, ...subagents]
+    const sent = new Map<Conversation, string[]>(conversations.map((c) => [c, []]))
+    const order: number[] = []
     const send = async (conversation: Conversation) => {
       const response = await fetch(proxy.url + '/v1/messages', {
         method: 'POST',
@@ -79,53 +101,114 @@ test('subagents under the main session id: each conversation on its own fast pat
         body: JSON.stringify(conversation.body()),
       })
       assert.equal(response.status, 200, await response.text())
-      const upstreamBody = upstream.requests.at(-1)!.json
-      sent.set(conversation, [
-        ...(sent.get(conversation) ?? []),
-        JSON.stringify(upstreamBody.messages),
-      ])
+      order.push(conversations.indexOf(conversation))
     }
     const output = (name: string, turn: number) =>
       Array.from({ length: 30 }, (_, i) => `${name} ${turn} line ${i}`).join('\n')
     main.ran(output('main', 0))
     await send(main)
-    // The subagents run at once, their turns interleaved with each other's and the main one's.
-    for (let turn = 1; turn <= 4; turn++) {
-      for (const [n, sub] of subagents.entries()) {
-        sub.ran(output(`sub${n}`, turn))
-        await send(sub)
-      }
+    for (let turn = 1; turn <= turns; turn++) {
+      for (const [n, sub] of subagents.entries()) sub.ran(output(`sub${n}`, turn))
+      if (together) await Promise.all(subagents.map(send))
+      else for (const sub of subagents) await send(sub)
       if (turn % 2 === 0) {
         main.ran(output('main', turn))
         await send(main)
       }
     }
-    // Each conversation's requests extend its own previous one, byte for byte.
-    for (const [conversation, bodies] of sent)
-      for (let i = 1; i < bodies.length; i++)
-        assert.ok(
-          bodies[i]!.startsWith(bodies[i - 1]!.slice(0, -1)),
-          `${conversation.system}: request ${i + 1} extends the one before`,
-        )
+    // Each upstream request to its conversation, by the system prompt it begins with.
+    for (const request of upstream.requests) {
+      const system: string = request.json.system[0].text
+      const conversation = conversations.find((c) => system.startsWith(c.system))!
+      sent.get(conversation)!.push(JSON.stringify(request.json.messages))
+    }
     const requests = lines.map((line) => JSON.parse(line)).filter((e) => e.event === 'request')
-    assert.equal(requests.length, 11)
-    // A conversation's first request is new to the proxy; every later one goes on from its own.
-    const firsts = 3
-    assert.equal(
-      requests.filter((e) => e.spliced === 1).length,
-      requests.length - firsts,
-      `spliced: ${requests.map((e) => e.spliced)}`,
-    )
-    const totals = stats.snapshot().totals
-    assert.equal(totals.clientBreaks, 0, 'no conversation broke another one’s cache')
-    // One numbering for the session: every id given once.
-    const ids = [...sent.values()]
-      .map((bodies) => bodies.at(-1)!)
-      .flatMap((messages) => [...messages.matchAll(/\[#([0-9a-f]{4})\]/g)].map((m) => m[1]))
-    assert.equal(new Set(ids).size, ids.length, `ids given once: ${ids}`)
-    assert.equal(ids.length, 11)
+    const { clientBreaks, proxyBreaks, newResults } = stats.snapshot().totals
+    return {
+      sent: [...sent.values()],
+      spliced: requests.map((e) => e.spliced),
+      order,
+      clientBreaks,
+      proxyBreaks,
+      newResults,
+    }
   } finally {
     await proxy.close()
     await upstream.close()
   }
+}
+
+/** Request by request, whether each repeats the one before (else where it first differs). */
+function extensions(bodies: readonly string[]): string[] {
+  return bodies.slice(1).map((body, i) => {
+    const before = bodies[i]!.slice(0, -1)
+    if (body.startsWith(before)) return 'extends'
+    let at = 0
+    while (body[at] === before[at]) at++
+    return `differs at ${at}`
+  })
+}
+
+test('subagents under the main session id: each conversation on its own fast path, no break blamed on the client', async () => {
+  const run = await runSession({})
+  for (const bodies of run.sent)
+    assert.deepEqual(extensions(bodies), Array(bodies.length - 1).fill('extends'))
+  assert.equal(run.spliced.length, 11)
+  // A conversation's first request is new to the proxy; every later one goes on from its own.
+  assert.equal(run.spliced.filter((s) => s === 1).length, 11 - 3, `spliced: ${run.spliced}`)
+  assert.equal(run.clientBreaks, 0, 'no conversation broke another one’s cache')
+  // One numbering for the session: every id given once.
+  const ids = run.sent
+    .map((bodies) => bodies.at(-1)!)
+    .flatMap((messages) => [...messages.matchAll(/\[#([0-9a-f]{4})\]/g)].map((m) => m[1]))
+  assert.equal(new Set(ids).size, ids.length, `ids given once: ${ids}`)
+  assert.equal(ids.length, 11)
+})
+
+test('--elide with subagents: each batch changes its own conversation only, the same bytes as the full path, on the fast path', async () => {
+  const elide = defaultElide('--elide-threshold', '30')
+  const fast = await runSession({ elide }, 8)
+  const full = await runSession({ elide, spliceChars: 0 }, 8)
+  assert.deepEqual(fast.sent, full.sent, 'the fast path sends what the full path does')
+  // Each subagent's batches elide its own results; a batch of one conversation never shows in another's.
+  for (const bodies of fast.sent) {
+    const conversationIds = new Set(
+      bodies.flatMap((messages) => [...messages.matchAll(/\[#([0-9a-f]{4})/g)].map((m) => m[1])),
+    )
+    assert.ok(conversationIds.size > 0)
+  }
+  const elided = fast.sent.flat().join('').includes('Elided; recall shows it.')
+  assert.ok(elided, 'batches were made')
+  assert.equal(fast.clientBreaks, 0)
+  // A break counted is a batch that changed bytes the conversation had sent: no more, no fewer.
+  const changed = fast.sent.flatMap((bodies) => extensions(bodies).filter((e) => e !== 'extends'))
+  assert.ok(changed.length >= 6, `batches: ${changed.length}`)
+  assert.equal(fast.proxyBreaks, changed.length, 'breaks counted where bytes changed')
+  // After a conversation's first request, only a batch that reaches into what the fast path
+  // remembered takes the full path; another conversation's batches never send one there.
+  const seen = [0, 0, 0]
+  const parsedWhole = fast.order.flatMap((conversation, i) => {
+    const n = seen[conversation]!++
+    if (fast.spliced[i] === 1 || n === 0) return []
+    return [extensions(fast.sent[conversation]!)[n - 1]]
+  })
+  assert.ok(parsedWhole.length < changed.length, `full path: ${parsedWhole}`)
+  // A result is new once, whichever path wrote it.
+  assert.equal(fast.newResults, 21)
+  assert.equal(full.newResults, 21)
+  assert.ok(
+    parsedWhole.every((e) => e !== 'extends'),
+    `full path only for a batch: ${parsedWhole}`,
+  )
+})
+
+test('--elide with subagents at once: a batch that lost its number to another conversation counts no break', async () => {
+  const run = await runSession({ elide: defaultElide('--elide-threshold', '30') }, 8, true)
+  for (const bodies of run.sent)
+    for (const step of extensions(bodies))
+      assert.ok(step === 'extends' || step.startsWith('differs'), step)
+  const changed = run.sent.flatMap((bodies) => extensions(bodies).filter((e) => e !== 'extends'))
+  assert.ok(changed.length >= 4, `batches: ${changed.length}`)
+  assert.equal(run.proxyBreaks, changed.length, 'breaks counted where bytes changed, no more')
+  assert.equal(run.clientBreaks, 0)
 })
