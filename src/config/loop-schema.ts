@@ -73,6 +73,8 @@ export const ProxySchema = z.strictObject({
     max_rounds: count,
     /** Follows the answers of round max_rounds, after which the model is asked once more. */
     last_round_note: z.string().min(1),
+    /** The answer's text when the model still called only recall after that last round. */
+    limit_answer: z.string().min(1),
     description: z.string().min(1),
     /** Each parameter's description; one left out is sent without (every token counts). */
     parameters: z.strictObject({

@@ -54,6 +54,8 @@ export interface DoorStream {
   endRound(): RoundEnd
   /** The closing events after a recall: the visible parts of every round, summed usage. */
   close(visible: readonly Part[], usage: unknown): string[]
+  /** The events of a text the proxy adds after what the client has seen (see `textPart`). */
+  say(text: string): string[]
   /**
    * A failure mid-stream, as the door's error event; `own`: the upstream's error type and code
    * when it answered with its own error (an SDK retries an `overloaded_error`, a `rate_limit_error`).
@@ -137,5 +139,7 @@ export interface Door extends AnswerShape {
   replyItems(replies: readonly RecallReply[]): Json[]
   /** The client's whole answer: the last round's body with only the visible parts. */
   clientAnswer(last: Json, visible: readonly Part[], recalled: boolean, usage: unknown): Json
+  /** A text the proxy adds to the answer, as one of the door's parts. */
+  textPart(text: string): Part
   openStream(request: Json, isRecall: (name: string) => boolean): DoorStream
 }

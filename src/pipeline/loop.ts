@@ -74,6 +74,8 @@ export class RecallLoop {
   usage: unknown
   /** The last round was a recall (the answer ends there). */
   recalled = false
+  /** What the proxy says after the answer: the model still called only `recall` at the end. */
+  closing: string | undefined
 
   constructor(
     private readonly turn: Turn,
@@ -124,9 +126,15 @@ export class RecallLoop {
         door: turn.door.name,
       })
       const lastRound = round >= maxRounds
-      if (!shown.some((part) => part.call) && !lastRound) {
-        this.extra.push(...said, ...answered)
-        return 'again'
+      if (!shown.some((part) => part.call)) {
+        if (!lastRound) {
+          this.extra.push(...said, ...answered)
+          return 'again'
+        }
+        // An empty turn: agents ask again (Qwen Code the whole turn, four times), or put a
+        // text of their own in its place, which no longer matches the exchange recorded.
+        this.closing = turn.recall?.limitAnswer
+        if (this.closing !== undefined) this.visible.push(turn.door.textPart(this.closing))
       }
     } else this.#hidden.push(...said)
     const visibleItems = turn.door.assistantItems(this.visible)
@@ -207,7 +215,10 @@ export async function* streamAnswer(
       yield* end.out ?? []
       const step = await loop.step(round, end)
       if (step === 'untouched') return yield* end.held
-      if (step === 'done') return yield* stream.close(loop.visible, loop.usage)
+      if (step === 'done') {
+        if (loop.closing !== undefined) yield* stream.say(loop.closing)
+        return yield* stream.close(loop.visible, loop.usage)
+      }
       response = await send(turn, loop.extra)
       if (response.status !== 200) {
         // The client's 200 is gone already: its error event says what the upstream said.

@@ -11,6 +11,8 @@ export interface RecallSetup {
   readonly name: string
   readonly maxRounds: number
   readonly lastRoundNote: string
+  /** The answer's text when the model called only recall after that note too. */
+  readonly limitAnswer: string
   readonly tool: ToolDefinition
 }
 
@@ -19,6 +21,7 @@ export function recallSetup(recall: Loop['proxy']['recall']): RecallSetup {
     name: recall.tool_name,
     maxRounds: recall.max_rounds,
     lastRoundNote: recall.last_round_note,
+    limitAnswer: recall.limit_answer,
     tool: {
       type: 'function',
       function: {

@@ -10,7 +10,7 @@ import {
 } from '../helpers/fake-anthropic.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { prefixViolations } from '../helpers/model.js'
-import { promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { loop, promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
 
 const DAY = 86_400_000
 
@@ -296,6 +296,37 @@ for (const stream of [false, true]) {
       assert.deepEqual(historyChanges(upstream), [])
       const restored = upstreamMessages(upstream)[3].messages
       assert.ok(JSON.stringify(restored).includes(JSON.stringify(first.signature)))
+    })
+
+    test('a model that keeps calling recall gets an answer that says so, not an empty turn', async () => {
+      upstream.requests.length = 0
+      const forever = { tools: [{ name: 'recall', input: { id: '0001' } }] }
+      upstream.setScript(
+        scriptedClaude([
+          { tools: [{ name: 'Bash', input: { command: 'seq 1 10' } }] },
+          ...Array(5).fill(forever),
+          { text: 'Going on.' },
+        ]),
+      )
+      const client = new Client(proxy.url, stream)
+      client.messages.push({ role: 'user', content: 'look' })
+      await client.send()
+      const reply = await client.answer({ Bash: seq(10) })
+      assert.deepEqual(reply.content, [{ type: 'text', text: loop.proxy.recall.limit_answer }])
+      assert.equal(reply.stop_reason, 'end_turn')
+      if (stream) {
+        const starts = client.events.filter((e) => e.type === 'content_block_start')
+        assert.deepEqual(
+          starts.map((e) => e.index),
+          [0],
+        )
+        assert.equal(client.events.filter((e) => e.type === 'message_stop').length, 1)
+      }
+      await client.ask('Go on.')
+      const last = JSON.stringify(upstreamMessages(upstream).at(-1).messages)
+      assert.ok(!last.includes(loop.proxy.recall.limit_answer), 'the model sees its own exchange')
+      assert.equal(last.split('"name":"recall"').length - 1, 5)
+      assert.deepEqual(historyChanges(upstream), [])
     })
 
     test('upstream errors pass through', async () => {

@@ -166,9 +166,12 @@ for (const stream of [false, true]) {
       upstream.requests.length = 0
       const forever = { calls: [{ name: 'recall', args: { id: '#ffff' } }] }
       upstream.setScript(scriptedModel([forever, forever, forever, forever, forever, forever]))
-      const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project, stream })
-      const answer = await agent.complete()
-      assert.equal(answer.tool_calls, undefined)
+      // A session id: a turn of text alone names no session otherwise (see Known limits).
+      const headers = { 'x-session-id': `bounded-${stream}` }
+      const agent = new TestAgent({ proxyUrl: proxy.url, workspace: project, stream, headers })
+      // Not an empty turn, which agents ask again for: the proxy says why it ends.
+      assert.equal(await agent.ask('Look it up.'), loop.proxy.recall.limit_answer)
+      assert.equal(agent.messages.at(-1)!.tool_calls, undefined)
       const requests = chatRequests(upstream.requests)
       assert.equal(
         requests.length,
@@ -186,6 +189,16 @@ for (const stream of [false, true]) {
         lastToolText(upstream.requests[1]!),
         /^\[#\w+\] No stored result #ffff in this session\.$/,
       )
+      // The client sends that answer back: the upstream gets the exchange the model had.
+      upstream.setScript(scriptedModel([{ content: 'Done.' }]))
+      assert.equal(await agent.ask('Go on.'), 'Done.')
+      const after = chatRequests(upstream.requests).at(-1)!.messages
+      assert.ok(!JSON.stringify(after).includes(loop.proxy.recall.limit_answer))
+      assert.equal(
+        after.filter((m: any) => m.tool_calls?.[0]?.function.name === 'recall').length,
+        5,
+      )
+      assert.deepEqual(prefixViolations(upstream.requests), [])
     })
   })
 }

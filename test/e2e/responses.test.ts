@@ -11,7 +11,7 @@ import {
   responsesRequests,
   scriptedResponses,
 } from '../helpers/fake-responses.js'
-import { defaultElide, promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { defaultElide, loop, promptBlock, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { makeProject } from '../helpers/workspace.js'
 
 const DAY = 86_400_000
@@ -323,6 +323,48 @@ for (const stream of [false, true]) {
         'message',
         'message',
       ])
+    })
+
+    test('a model that keeps calling recall gets an answer that says so, not an empty turn', async () => {
+      upstream.requests.length = 0
+      const forever = { calls: [{ name: 'recall', args: { id: '#0001' } }] }
+      upstream.setScript(scriptedResponses([...Array(5).fill(forever), { text: 'Going on.' }]))
+      const key = `limit-${stream}`
+      const base = { model: 'm', instructions: 'Be brief.', tools, stream, prompt_cache_key: key }
+      let input: any[] = [
+        userMessage('run it'),
+        { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["seq"]}' },
+        { type: 'function_call_output', call_id: 'c1', output: shellOutput(10) },
+      ]
+      const first = await postResponses(proxy.url, { ...base, input })
+      assert.equal(first.status, 200, first.text)
+      const output = outputOf(first, stream)
+      assert.deepEqual(
+        output.map((item: any) => item.content?.[0]?.text),
+        [loop.proxy.recall.limit_answer],
+      )
+      if (stream) {
+        const events = responsesEventsOf(first.text)
+        const numbers = events.map((e) => e.sequence_number)
+        assert.deepEqual(
+          numbers,
+          numbers.map((_, i) => i),
+        )
+        const done = events.filter((e) => e.type === 'response.output_item.done')
+        assert.deepEqual(
+          done.map((e) => [e.output_index, e.item.type]),
+          [[0, 'message']],
+        )
+        const text = events.filter((e) => e.type === 'response.output_text.delta')
+        assert.equal(text.map((e) => e.delta).join(''), loop.proxy.recall.limit_answer)
+      }
+      input = [...input, ...output, userMessage('go on')]
+      const second = await postResponses(proxy.url, { ...base, input })
+      assert.equal(second.status, 200, second.text)
+      const sent = JSON.stringify(responsesRequests(upstream.requests).at(-1).input)
+      assert.ok(!sent.includes(loop.proxy.recall.limit_answer), 'the model sees its own exchange')
+      assert.equal(sent.split('"name":"recall"').length - 1, 5)
+      assert.deepEqual(inputPrefixViolations(upstream.requests), [])
     })
 
     test('errors come in the OpenAI shape', async () => {

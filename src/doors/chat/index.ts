@@ -97,6 +97,7 @@ export const chatDoor: Door = {
     ]
     return { ...last, choices, ...(usage === undefined ? {} : { usage }) }
   },
+  textPart: (text) => ({ raw: { text } }),
   openStream: (request, isRecall) => new ChatStream(request, isRecall),
 }
 

@@ -90,6 +90,10 @@ export class ChatStream implements DoorStream {
     return out
   }
 
+  say(text: string): string[] {
+    return [encodeSseData(JSON.stringify(this.#last!.template({ delta: { content: text } })))]
+  }
+
   error(kind: ErrorKind, message: string, own?: UpstreamError): string {
     const { error } = openAIErrorBody(kind, message)
     return encodeSseData(

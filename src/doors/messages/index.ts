@@ -121,6 +121,7 @@ export const messagesDoor: Door = {
       ...(usage === undefined ? {} : { usage }),
     }
   },
+  textPart: (text) => ({ raw: { type: 'text', text } }),
   openStream: (_request, isRecall) => new MessagesStream(isRecall),
 }
 

@@ -95,6 +95,16 @@ export class MessagesStream implements DoorStream {
     ]
   }
 
+  say(text: string): string[] {
+    const index = this.#nextIndex++
+    const events: Json[] = [
+      { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index, delta: { type: 'text_delta', text } },
+      { type: 'content_block_stop', index },
+    ]
+    return events.map((event) => sse(String(event.type), JSON.stringify(event)))
+  }
+
   error(kind: ErrorKind, message: string, own?: UpstreamError): string {
     return sse('error', JSON.stringify(anthropicErrorBody(kind, message, own?.type)))
   }

@@ -74,7 +74,18 @@ export const responsesDoor: Door = {
     output: visible.map((part) => part.raw),
     ...(usage === undefined ? {} : { usage }),
   }),
+  textPart: (text) => ({ raw: textItem(text) }),
   openStream: (_request, isRecall) => new ResponsesStream(isRecall),
+}
+
+/** An assistant message item of one text (no id: the upstream gave it none). */
+export function textItem(text: string): Json {
+  return {
+    type: 'message',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text, annotations: [] }],
+  }
 }
 
 function tools(request: Json): unknown[] {

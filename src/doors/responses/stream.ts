@@ -10,7 +10,7 @@ import {
   type RoundEnd,
   type UpstreamError,
 } from '../../pipeline/door.js'
-import { partOf } from './index.js'
+import { partOf, textItem } from './index.js'
 
 const TERMINAL = new Set(['response.completed', 'response.incomplete'])
 
@@ -119,6 +119,26 @@ export class ResponsesStream implements DoorStream {
       ...(usage === undefined ? {} : { usage }),
     }
     return [this.#emit(end)]
+  }
+
+  say(text: string): string[] {
+    const output_index = this.#clientIndex++
+    const item = textItem(text)
+    const part = { type: 'output_text', text: '', annotations: [] }
+    const at = { output_index, content_index: 0 }
+    const events: Json[] = [
+      {
+        type: 'response.output_item.added',
+        output_index,
+        item: { ...item, status: 'in_progress', content: [] },
+      },
+      { type: 'response.content_part.added', ...at, part },
+      { type: 'response.output_text.delta', ...at, delta: text },
+      { type: 'response.output_text.done', ...at, text },
+      { type: 'response.content_part.done', ...at, part: { ...part, text } },
+      { type: 'response.output_item.done', output_index, item },
+    ]
+    return events.map((event) => this.#emit({ ...event, sequence_number: 0 }))
   }
 
   error(kind: ErrorKind, message: string, own?: UpstreamError): string {
