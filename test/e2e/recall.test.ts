@@ -14,6 +14,7 @@ import {
   chatWithResults,
   loop,
   postChat,
+  proxyOnFake,
   promptBlock,
   sseData,
   startProxy,
@@ -240,19 +241,7 @@ function assembledMessage(text: string): any {
 
 for (const stream of [false, true]) {
   describe(`recall with a thinking model on chat (${stream ? 'streaming' : 'non-streaming'})`, () => {
-    let upstream: FakeUpstream
-    let proxy: TestProxy
-    before(async () => {
-      upstream = await startFakeUpstream()
-      proxy = await startProxy({
-        upstreamUrl: upstream.url,
-        store: await createStore('memory:', { idleTtlMs: DAY }),
-      })
-    })
-    after(async () => {
-      await proxy.close()
-      await upstream.close()
-    })
+    const fixture = proxyOnFake()
 
     test("a recall round sends the model's reasoning_content back with its call (DeepSeek refuses it otherwise)", async () => {
       const model = scriptedModel([
@@ -263,7 +252,7 @@ for (const stream of [false, true]) {
         { reasoning: 'It says 500.', content: 'Line 500 says 500.' },
         { content: 'Bye.' },
       ])
-      upstream.setScript(
+      fixture.upstream.setScript(
         (request, index) => refusesWithoutReasoning(request) ?? model(request, index),
       )
       const body = {
@@ -288,22 +277,26 @@ for (const stream of [false, true]) {
         ],
         user: `thinking-${stream}`,
       }
-      const first = await postChat(proxy.url, body, { 'x-session-id': `thinking-${stream}` })
+      const first = await postChat(fixture.proxy.url, body, {
+        'x-session-id': `thinking-${stream}`,
+      })
       assert.equal(first.status, 200, first.text)
       const answer = stream ? assembledMessage(first.text) : first.json.choices[0].message
       assert.equal(answer.content, 'Line 500 says 500.')
       assert.equal(answer.reasoning_content, 'Line 500 is in #0001. It says 500.')
-      const round = chatRequests(upstream.requests)[1].messages.at(-2)
+      const round = chatRequests(fixture.upstream.requests)[1].messages.at(-2)
       assert.equal(round.tool_calls[0].function.name, 'recall')
       assert.equal(round.reasoning_content, 'Line 500 is in #0001. ')
       const next = {
         ...body,
         messages: [...body.messages, answer, { role: 'user', content: 'Thanks' }],
       }
-      const second = await postChat(proxy.url, next, { 'x-session-id': `thinking-${stream}` })
+      const second = await postChat(fixture.proxy.url, next, {
+        'x-session-id': `thinking-${stream}`,
+      })
       assert.equal(second.status, 200, second.text)
-      assert.deepEqual(prefixViolations(upstream.requests), [])
-      const restored = chatRequests(upstream.requests)[2].messages.slice(-5)
+      assert.deepEqual(prefixViolations(fixture.upstream.requests), [])
+      const restored = chatRequests(fixture.upstream.requests)[2].messages.slice(-5)
       // The hidden exchange comes back with each round's own reasoning.
       assert.deepEqual(
         restored.map((m: any) => m.role + ':' + (m.reasoning_content ?? '')),

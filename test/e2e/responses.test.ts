@@ -34,6 +34,17 @@ function userMessage(text: string) {
   return { type: 'message', role: 'user', content: [{ type: 'input_text', text }] }
 }
 
+/** A session that ran `seq` once (its key as `prompt_cache_key`): the request's fields and input. */
+function shellTurn(key: string, stream: boolean, lines: number) {
+  const base = { model: 'm', instructions: 'Be brief.', tools, stream, prompt_cache_key: key }
+  const input: any[] = [
+    userMessage('run it'),
+    { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["seq"]}' },
+    { type: 'function_call_output', call_id: 'c1', output: shellOutput(lines) },
+  ]
+  return { base, input }
+}
+
 function shellOutput(lines: number): string {
   const body = Array.from({ length: lines }, (_, i) => `line ${i + 1}`).join('\n')
   return `Exit code: 0\nWall time: 0.1 seconds\nOutput:\n${body}`
@@ -216,13 +227,8 @@ for (const stream of [false, true]) {
           { text: 'Bye.' },
         ]),
       )
-      const key = `recall-${stream}`
-      const base = { model: 'm', instructions: 'Be brief.', tools, stream, prompt_cache_key: key }
-      let input: any[] = [
-        userMessage('run it'),
-        { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["seq"]}' },
-        { type: 'function_call_output', call_id: 'c1', output: shellOutput(1000) },
-      ]
+      const { base, input: asked } = shellTurn(`recall-${stream}`, stream, 1000)
+      let input: any[] = asked
       const first = await postResponses(proxy.url, { ...base, input })
       assert.equal(first.status, 200, first.text)
       assert.ok(
@@ -283,13 +289,8 @@ for (const stream of [false, true]) {
           { text: 'Bye.' },
         ]),
       )
-      const key = `reasoning-${stream}`
-      const base = { model: 'm', instructions: 'Be brief.', tools, stream, prompt_cache_key: key }
-      let input: any[] = [
-        userMessage('run it'),
-        { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["seq"]}' },
-        { type: 'function_call_output', call_id: 'c1', output: shellOutput(1000) },
-      ]
+      const { base, input: asked } = shellTurn(`reasoning-${stream}`, stream, 1000)
+      let input: any[] = asked
       const first = await postResponses(proxy.url, { ...base, input })
       assert.equal(first.status, 200, first.text)
       const sent = responsesRequests(upstream.requests)
@@ -329,13 +330,8 @@ for (const stream of [false, true]) {
       upstream.requests.length = 0
       const forever = { calls: [{ name: 'recall', args: { id: '#0001' } }] }
       upstream.setScript(scriptedResponses([...Array(5).fill(forever), { text: 'Going on.' }]))
-      const key = `limit-${stream}`
-      const base = { model: 'm', instructions: 'Be brief.', tools, stream, prompt_cache_key: key }
-      let input: any[] = [
-        userMessage('run it'),
-        { type: 'function_call', call_id: 'c1', name: 'shell', arguments: '{"command":["seq"]}' },
-        { type: 'function_call_output', call_id: 'c1', output: shellOutput(10) },
-      ]
+      const { base, input: asked } = shellTurn(`limit-${stream}`, stream, 10)
+      let input: any[] = asked
       const first = await postResponses(proxy.url, { ...base, input })
       assert.equal(first.status, 200, first.text)
       const output = outputOf(first, stream)
