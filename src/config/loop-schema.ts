@@ -34,6 +34,12 @@ export const ProxySchema = z.strictObject({
   sessions: z.strictObject({
     /** After a compaction without a session id, only a session active this recently continues. */
     continue_within_ms: z.int().positive(),
+    /**
+     * Headers a subagent's requests carry with the session that started it (opencode's and
+     * Kilo's `x-parent-session-id`), tried first: a session and its subagents are one session
+     * (one numbering of ids, recall across them), as Claude Code's are.
+     */
+    parent_headers: z.array(z.string().regex(/^[a-z0-9_-]+$/)),
     /** Request headers that carry an agent's session id, tried after --session-header. */
     headers: z.array(z.string().regex(/^[a-z0-9_-]+$/)),
     /**

@@ -9,7 +9,11 @@ export function sessionSources(
 ): SessionSources {
   const sessions = loop.proxy.sessions
   return {
-    headers: [sessionHeader, ...sessions.headers.filter((name) => name !== sessionHeader)],
+    headers: [
+      ...sessions.parent_headers,
+      sessionHeader,
+      ...sessions.headers.filter((name) => name !== sessionHeader),
+    ],
     affinity: sessions.affinity_headers,
     body: sessions.body,
     userPattern: new RegExp(sessions.user_pattern),

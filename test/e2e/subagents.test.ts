@@ -9,8 +9,9 @@ import { createLogger } from '../../src/log.js'
 import { createStats } from '../../src/stats/index.js'
 import { createStore } from '../../src/store/index.js'
 import { anthropicMessage } from '../helpers/fake-anthropic.js'
-import { startFakeUpstream } from '../helpers/fake-upstream.js'
-import { defaultElide, startProxy } from '../helpers/proxy.js'
+import { chatCompletion, startFakeUpstream } from '../helpers/fake-upstream.js'
+import { scriptedModel, toolTexts } from '../helpers/model.js'
+import { defaultElide, postChat, startProxy } from '../helpers/proxy.js'
 import type { ElideSettings } from '../../src/pipeline/elide.js'
 
 const DAY = 86_400_000
@@ -211,4 +212,77 @@ test('--elide with subagents at once: a batch that lost its number to another co
   assert.ok(changed.length >= 4, `batches: ${changed.length}`)
   assert.equal(run.proxyBreaks, changed.length, 'breaks counted where bytes changed, no more')
   assert.equal(run.clientBreaks, 0)
+})
+
+test("opencode's and Kilo's subagents (x-parent-session-id) share their parent's session: one numbering, recall across", async () => {
+  const upstream = await startFakeUpstream()
+  const lines: string[] = []
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store: await createStore('memory:', { idleTtlMs: DAY }),
+    log: createLogger('info', (line) => lines.push(line)),
+  })
+  try {
+    const asOpencode = (id: string, parent?: string) => ({
+      'x-session-affinity': id,
+      'x-session-id': id,
+      ...(parent ? { 'x-parent-session-id': parent } : {}),
+    })
+    const turn = (task: string, outputs: string[]) => ({
+      model: 'm',
+      tools: [{ type: 'function', function: { name: 'bash' } }],
+      messages: [
+        { role: 'system', content: `You are ${task}.` },
+        { role: 'user', content: task },
+        ...outputs.flatMap((output, i) => [
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: `${task}-${i}`, type: 'function', function: { name: 'bash', arguments: '{}' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: `${task}-${i}`, content: output },
+        ]),
+      ],
+    })
+    upstream.setScript(() => ({ json: chatCompletion({ content: 'ok' }) }))
+    const main = asOpencode('ses_main')
+    const child = asOpencode('ses_child', 'ses_main')
+    const send = async (headers: Record<string, string>, body: object) => {
+      const reply = await postChat(proxy.url, body, headers)
+      assert.equal(reply.status, 200, reply.text)
+      return toolTexts(upstream.requests.at(-1)!.json)
+    }
+    assert.match((await send(main, turn('main', ['one'])))[0]!, /^\[#0001\]/)
+    const childTexts = await send(child, turn('child', ['two', 'three']))
+    assert.deepEqual(
+      childTexts.map((text) => text.slice(0, 7)),
+      ['[#0002]', '[#0003]'],
+      'the numbering goes on',
+    )
+    await send(child, turn('child', ['two', 'three', 'four']))
+    await send(main, turn('main', ['one', 'five']))
+    // The main conversation recalls what its subagent saw.
+    upstream.setScript(
+      scriptedModel([
+        { calls: [{ name: 'recall', args: { id: '0003' } }] },
+        (request) => ({ content: toolTexts(request.json).at(-1)! }),
+      ]),
+    )
+    const recalled = await postChat(proxy.url, turn('main', ['one', 'five', 'six']), main)
+    assert.match(
+      recalled.json.choices[0].message.content,
+      /^\[#\w+ recall #0003 lines 1-1 of 1\]\nthree$/,
+    )
+    const requests = lines.map((line) => JSON.parse(line)).filter((e) => e.event === 'request')
+    assert.deepEqual(
+      requests.map((e) => e.spliced),
+      [0, 0, 1, 1, 1],
+    )
+    assert.equal(new Set(requests.map((e) => e.session)).size, 1, 'one session')
+  } finally {
+    await proxy.close()
+    await upstream.close()
+  }
 })
