@@ -3,6 +3,7 @@ import type { Live } from './elide.js'
 import type { KeptItems } from './kept.js'
 import type { HistoryState } from './rebuild.js'
 import { Lru } from '../lru.js'
+import { firstDifferent } from './breaks.js'
 import { runningDigest, type RunningDigest } from './prefix-digest.js'
 import { skipSpace } from '../wire/json-scan.js'
 
@@ -217,9 +218,7 @@ const STATES_PER_KEY = 8
 function continues(next: SpliceState, old: SpliceState): boolean {
   if (old.scope !== next.scope) return false
   const [before, after] = [old.digests.client, next.digests.client]
-  if (before.length > after.length) return false
-  for (let i = 0; i < before.length; i++) if (before[i] !== after[i]) return false
-  return true
+  return before.length <= after.length && firstDifferent(before, after) === undefined
 }
 
 /**
@@ -238,8 +237,7 @@ export function closestState(
   for (const state of states) {
     if (state.scope !== scope) continue
     const before = state.digests.client
-    let shared = 0
-    while (shared < before.length && before[shared] === client[shared]) shared++
+    const shared = firstDifferent(before, client) ?? Math.min(before.length, client.length)
     if (shared === 0 && !before.some((digest, i) => digest === client[i])) continue
     if (shared > bestShared) [best, bestShared] = [state, shared]
   }
