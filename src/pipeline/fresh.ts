@@ -151,7 +151,7 @@ async function renderAll(
     // What the agent appended after the tool's output is no part of it: kept after the rendering.
     const { body, trailer } = rewrite
       ? { body: text, trailer: '' }
-      : splitTrailer(text, deps.profile.trailers)
+      : splitTrailer(text, deps.profile.trailers, textOnly(tool.message.content))
     const { rendering: bare, facts } = await order.render(tool.message, body, number, rewrite)
     countSavings(savings, body, bare, number, deps.rules, facts?.call.kind)
     if (facts?.unrecognised) {
@@ -378,6 +378,11 @@ function carriesMedia(message: ChatMessage): boolean {
 }
 
 /** A rendering, its stub's full form too, with the agent's trailer after it. */
+/** Content of text alone (a result with an image or a document beside its text is not). */
+function textOnly(content: ChatMessage['content']): boolean {
+  return !Array.isArray(content) || content.every((part) => part.type === 'text')
+}
+
 function withTrailer(rendering: Rendering, trailer: string): Rendering {
   if (trailer === '') return rendering
   return {

@@ -12,9 +12,15 @@ export interface Split {
  * off the end of a result, last first. Linear: it only looks at the text's end. A result that is
  * nothing but such blocks is the tool's own first block, the rest appended after it: Claude
  * Code's empty-file read and its read past the end are one reminder, and on most models it
- * appends its own (tokens left, task nudges) after that.
+ * appends its own (tokens left, task nudges) after that. Beside an image (a Read of a PNG),
+ * though, the tool's answer is the image: such a text is the agent's reminders alone.
  */
-export function splitTrailer(text: string, trailers: readonly Trailer[]): Split {
+export function splitTrailer(
+  text: string,
+  trailers: readonly Trailer[],
+  /** False where the result has parts besides its text (an image): then its text is all appended. */
+  textIsAll = true,
+): Split {
   let cut = text.length
   for (;;) {
     const end = trimmedEnd(text, cut)
@@ -22,7 +28,10 @@ export function splitTrailer(text: string, trailers: readonly Trailer[]): Split 
     const open = block ? text.lastIndexOf(block.open, end - block.close.length) : -1
     if (!block || open < 0) break
     // The first block of a text that is only blocks: the tool's answer.
-    if (trimmedEnd(text, open) === 0) return { body: text.slice(0, end), trailer: text.slice(end) }
+    if (trimmedEnd(text, open) === 0)
+      return textIsAll
+        ? { body: text.slice(0, end), trailer: text.slice(end) }
+        : { body: '', trailer: text }
     cut = trimmedEnd(text, open)
   }
   return { body: text.slice(0, cut), trailer: text.slice(cut) }

@@ -6,113 +6,14 @@
  * when the result came) and blind.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import { createStats } from '../../src/stats/index.js'
-import { createStore } from '../../src/store/index.js'
-import { createWorkspace } from '../../src/workspace/index.js'
+import { replaySamples, resultText as text, type Sample } from '../helpers/claude-samples.js'
 import { claudeAnswer } from '../helpers/fake-anthropic.js'
-import { startFakeUpstream } from '../helpers/fake-upstream.js'
-import { postTo, startProxy } from '../helpers/proxy.js'
-
-interface Sample {
-  readonly call: { name: string; input: Record<string, unknown> }
-  readonly content: unknown
-  readonly is_error: boolean
-  readonly file: string
-  readonly before: string | null
-  readonly after: string | null
-}
 
 const FIXTURE = new URL('../fixtures/agents/claude-code/reads-2.1.332.json', import.meta.url)
-const CAPTURED_ROOT = '/work/project'
-const TOOLS = ['Bash', 'Edit', 'Read', 'Write'].map((name) => ({
-  name,
-  description: name,
-  input_schema: { type: 'object', properties: {} },
-}))
-
-const text = (content: any): string =>
-  typeof content === 'string'
-    ? content
-    : content
-        .filter((p: any) => p.type === 'text')
-        .map((p: any) => p.text)
-        .join('\n')
 const REMINDERS = /(?:\s*<system-reminder>[\s\S]*?<\/system-reminder>)+\s*$/
-
-/** The samples through a fresh proxy, one turn each; the upstream's last results, in order. */
-async function replay(workspace: boolean) {
-  const root = realpathSync(mkdtempSync(join(tmpdir(), 'lembas-cc-reads-')))
-  const raw = (await import('node:fs')).readFileSync(FIXTURE, 'utf8')
-  const samples = (JSON.parse(raw.split(CAPTURED_ROOT).join(root)) as { samples: Sample[] }).samples
-  const upstream = await startFakeUpstream((request, index) =>
-    claudeAnswer(request, [{ type: 'text', text: 'ok' }], index),
-  )
-  const stats = createStats()
-  const proxy = await startProxy({
-    upstreamUrl: upstream.url,
-    store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
-    stats,
-    ...(workspace ? { workspace: await createWorkspace([root]) } : {}),
-  })
-  try {
-    // Every file as it was before the first call.
-    for (const sample of samples) {
-      const first = samples.find((s) => s.file === sample.file)!
-      if (first.before !== null) writeFileSync(join(root, sample.file), first.before)
-    }
-    const messages: any[] = [{ role: 'user', content: 'Work through the task.' }]
-    for (const [i, sample] of samples.entries()) {
-      if (sample.after !== null) writeFileSync(join(root, sample.file), sample.after)
-      messages.push(
-        {
-          role: 'assistant',
-          content: [
-            {
-              type: 'tool_use',
-              id: `toolu_${i}`,
-              name: sample.call.name,
-              input: sample.call.input,
-            },
-          ],
-        },
-        {
-          role: 'user',
-          content: [
-            {
-              type: 'tool_result',
-              tool_use_id: `toolu_${i}`,
-              content: sample.content,
-              ...(sample.is_error ? { is_error: true } : {}),
-            },
-          ],
-        },
-      )
-      const reply = await postTo(proxy.url + '/v1/messages', {
-        model: 'claude-sonnet-4-5',
-        max_tokens: 1024,
-        tools: TOOLS,
-        metadata: { user_id: 'user_x_account__session_00000000-0000-4000-8000-000000000001' },
-        messages,
-      })
-      assert.equal(reply.status, 200, reply.text)
-    }
-    const last = upstream.requests.at(-1)!.json
-    const results: string[] = last.messages.flatMap((m: any) =>
-      Array.isArray(m.content)
-        ? m.content.filter((b: any) => b.type === 'tool_result').map((b: any) => text(b.content))
-        : [],
-    )
-    return { root, samples, results, stats: stats.snapshot() }
-  } finally {
-    await proxy.close()
-    await upstream.close()
-    rmSync(root, { recursive: true, force: true })
-  }
-}
+const replay = (workspace: boolean) => replaySamples(FIXTURE, workspace)
 
 const index = (samples: readonly Sample[], file: string, nth = 0) =>
   samples.flatMap((s, i) => (s.file === file && s.call.name === 'Read' ? [i] : []))[nth]!
@@ -138,7 +39,7 @@ for (const workspace of [true, false]) {
         assert.match(results[at]!, new RegExp(`^\\[${hex(at)}\\]\\n<cell id="cell-0">`))
       }
       // An empty file, with the CLI's own reminders after its warning: empty, no lines claimed.
-      const empty = join(root, 'empty.txt')
+      const empty = join(root, 'project', 'empty.txt')
       for (const nth of [0, 1]) {
         const at = index(samples, 'empty.txt', nth)
         const bracket = workspace
@@ -183,6 +84,36 @@ for (const workspace of [true, false]) {
           `\n@@ -1,4 +1,4 @@\n alpha line${cr}\n-beta line${cr}\n+BETA LINE edited${cr}\n gamma line${cr}\n delta line${cr}\n`,
         ),
         JSON.stringify(results[crlf + 1]),
+      )
+    })
+
+    test("recall of an image's id shows its text, not the reminders the CLI put beside it", async () => {
+      const raw = (await import('node:fs')).readFileSync(FIXTURE, 'utf8')
+      const count = (JSON.parse(raw) as { samples: Sample[] }).samples.length
+      let png = -1
+      const { requests } = await replaySamples(FIXTURE, workspace, (request, index) => {
+        // After the last sample, the model recalls the image's result; then it answers.
+        if (index !== count - 1) return claudeAnswer(request, [{ type: 'text', text: 'ok' }], index)
+        const results = request.json.messages.flatMap((m: any) =>
+          Array.isArray(m.content) ? m.content.filter((b: any) => b.type === 'tool_result') : [],
+        )
+        png = results.findIndex(
+          (b: any) => Array.isArray(b.content) && b.content[0].type === 'image',
+        )
+        const id = hex(png).slice(1)
+        return claudeAnswer(
+          request,
+          [{ type: 'tool_use', id: 'toolu_r', name: 'recall', input: { id } }],
+          index,
+        )
+      })
+      assert.ok(png >= 0)
+      const round = requests.at(-1)!.json.messages.at(-1)
+      assert.equal(round.content[0].tool_use_id, 'toolu_r')
+      // Its text was the CLI's token count alone: nothing of the tool's own.
+      assert.match(
+        text(round.content[0].content),
+        new RegExp(`^\\[#[0-9a-f]{4} recall ${hex(png)} empty\\]$`),
       )
     })
   })

@@ -51,7 +51,18 @@ export const claudeCode = defineProfile({
   // the model sees `<persisted-output>`: `Output too large (198.1KB). Full output saved to: PATH`,
   // `Preview (first 2KB):`, the head, `...` (2.1.332); or its start and end, or a
   // `<truncated-output>` when it could not be saved. Never a file's lines.
-  shellEnvelopes: [{ any: /^<(?:persisted|truncated)-output>\n/ }],
+  // A command that failed answers `Exit code N` first, then what it printed (2.1.332): never a
+  // file's lines, whatever the command. A command that left the project has the CLI's notice
+  // after its output (`Shell cwd was reset to DIR`; `Shell cwd recovered to …` when the folder
+  // went away): the output is what comes before it.
+  shellEnvelopes: [
+    { any: /^Exit code -?\d+(?:\n|$)/ },
+    { any: /^<(?:persisted|truncated)-output>\n/ },
+    {
+      any: /(?:^|\n)Shell cwd (?:was reset|recovered) to [^\n]*$/,
+      success: /^(?<body>[\s\S]*?)\n?Shell cwd (?:was reset|recovered) to [^\n]*$/,
+    },
+  ],
   success: [
     // 2.1.88 answers without a snippet; 1.0.x with a `cat -n` snippet of the new text; 2.1.332
     // adds a note that the model need not read the file back.
