@@ -147,10 +147,17 @@ export function batchInputs(
     sent.set(part.key, args)
     recalled.set(
       n,
-      inputs.recalled.replaceAll('{input}', () => call.function.arguments),
+      inputs.recalled.replaceAll('{input}', () => asWritten(call)),
     )
   }
   return { sent, recalled }
+}
+
+/** A call's input as the model wrote it: a freeform tool's text (Codex's patch), else its JSON. */
+function asWritten(call: ToolCall): string {
+  if (call.type !== 'custom') return call.function.arguments
+  const input: unknown = (JSON.parse(call.function.arguments) as { input?: unknown }).input
+  return typeof input === 'string' ? input : call.function.arguments
 }
 
 /** How deep in a call's arguments strings are looked for. */

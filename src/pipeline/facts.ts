@@ -76,8 +76,10 @@ export async function resultFacts(
     case 'read':
       return readFacts(classified, text, profile, workspace)
     case 'patch': {
-      // A patch the shell ran: its answer is inside the shell's wrapper; a failed run is no drift.
-      const answer = classified.shell ? shellOutput(text, profile.shellEnvelopes) : text
+      // A patch the shell ran, or the patch tool that answers as a run does (Codex 0.171's own
+      // apply_patch: `Exit code: 0`, `Wall time`, `Output:`): its answer is inside the shell's
+      // wrapper; a failed run is no drift.
+      const answer = shellOutput(text, profile.shellEnvelopes)
       if (answer === undefined) return { call: { kind: 'other' } }
       return changeFacts(classified, answer, profile, workspace, views)
     }

@@ -417,6 +417,116 @@ describe('the real Codex CLI with --elide, through /v1/responses', () => {
   })
 })
 
+describe("the real Codex CLI's own apply_patch tool (gpt-5.5), through /v1/responses", () => {
+  test('its answer is the diff; elided with --elide-inputs, recall shows the patch as written', async () => {
+    const binary = agentBinary('codex')
+    const project = makeLiveProject('codex')
+    const patch = [
+      '*** Begin Patch',
+      '*** Update File: src/util.ts',
+      '@@',
+      ' export function add(a: number, b: number): number {',
+      '-  return a + b;',
+      '+  return a + b + 0; // edited through the apply_patch tool, a patch long enough to elide',
+      ' }',
+      '*** End Patch',
+    ].join('\n')
+    const tools: string[][] = []
+    // Two long outputs, the patch, two more (a batch elides the patch and its input), a recall.
+    const steps = ['seq 1 400', 'seq 401 800', 'patch', 'seq 801 1200', 'seq 1201 1600', 'recall']
+    const upstream: FakeUpstream = await startFakeUpstream((request) => {
+      if (!request.pathname.endsWith('/responses')) return { json: { object: 'list', data: [] } }
+      const input: any[] = request.json.input
+      tools.push((request.json.tools ?? []).map((t: any) => `${t.type}:${t.name}`))
+      const step = input.filter((i) => /^(function|custom_tool)_call$/.test(i.type)).length
+      const item = (() => {
+        switch (steps[step]) {
+          case 'patch':
+            return {
+              type: 'custom_tool_call',
+              id: 'ctc_1',
+              status: 'completed',
+              call_id: 'call_p',
+              name: 'apply_patch',
+              input: patch,
+            }
+          case 'recall':
+            return {
+              type: 'function_call',
+              id: 'fc_r',
+              status: 'completed',
+              call_id: 'call_r',
+              name: 'recall',
+              arguments: JSON.stringify({ id: '#0003' }),
+            }
+          case undefined:
+            return {
+              type: 'message',
+              id: 'msg_end',
+              status: 'completed',
+              role: 'assistant',
+              content: [{ type: 'output_text', text: 'Session done.', annotations: [] }],
+            }
+          default:
+            return {
+              type: 'function_call',
+              id: `fc_${step}`,
+              status: 'completed',
+              call_id: `call_${step}`,
+              name: 'exec_command',
+              arguments: JSON.stringify({ cmd: steps[step] }),
+            }
+        }
+      })()
+      return { sse: responsesEvents(`resp_${upstream.requests.length}`, [item]), done: false }
+    })
+    const stats = createStats()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
+      workspace: await createWorkspace([project.root]),
+      elide: defaultElide('--elide-inputs'),
+      stats,
+    })
+    try {
+      const stdout = await runCodex(binary, project, proxy.url, 'gpt-5.5')
+      assert.match(stdout, /Session done\./)
+      assert.ok(tools[0]!.includes('custom:apply_patch'), `Codex offers: ${tools[0]}`)
+      assert.ok(readFileSync(project.util, 'utf8').includes('// edited'), 'Codex applied the patch')
+      const sent = responsesRequests(upstream.requests)
+      // The request that first carries the patch's answer: its id, the file's bracket, the diff.
+      const first = sent.find((json: any) =>
+        json.input.some((i: any) => i.type === 'custom_tool_call_output'),
+      )
+      const answer = first.input.find((i: any) => i.type === 'custom_tool_call_output').output
+      assert.match(answer, /^\[#0003 src\/util\.ts sha [0-9a-f]{8}\]\n@@ /)
+      assert.match(answer, /\n-  return a \+ b;\n\+  return a \+ b \+ 0; \/\/ edited/)
+      assert.equal(
+        stats.snapshot().totals.unrecognised,
+        0,
+        JSON.stringify(stats.snapshot().unrecognisedByTool),
+      )
+      // By the end a batch elided the patch and its call; recall shows the patch as the model wrote it.
+      const last = sent.at(-1)
+      const call = last.input.find((i: any) => i.type === 'custom_tool_call')
+      assert.equal(call.input, '[#0003] Elided; recall shows it.')
+      const recalled = last.input.find(
+        (i: any) => i.call_id === 'call_r' && i.type === 'function_call_output',
+      ).output
+      assert.ok(recalled.startsWith('[#0006 recall #0003 lines '), recalled)
+      assert.ok(
+        recalled.includes('\nInput: *** Begin Patch\n*** Update File: src/util.ts\n@@\n'),
+        recalled,
+      )
+      assert.doesNotMatch(stdout, /recall/)
+    } finally {
+      await proxy.close()
+      await upstream.close()
+      rmSync(dirname(project.root), { recursive: true, force: true })
+    }
+  })
+})
+
 /** A fake Responses API whose model says what `say` makes of each request. */
 /**
  * A model that runs `commands` one a turn (call ids `<prefix>_1`, `<prefix>_2`, …), then recalls
@@ -454,8 +564,13 @@ async function scriptedCodex(say: (request: RecordedRequest) => ResponsesSay) {
 }
 
 /** `codex exec` in the project, on the proxy at `url`: its stdout. */
-async function runCodex(binary: string, project: LiveProject, url: string): Promise<string> {
-  const run = promisify(execFile)(binary, codexArgs(url, 'work through the session'), {
+async function runCodex(
+  binary: string,
+  project: LiveProject,
+  url: string,
+  model = 'gpt-5-codex',
+): Promise<string> {
+  const run = promisify(execFile)(binary, codexArgs(url, 'work through the session', model), {
     cwd: project.root,
     env: { ...process.env, CODEX_HOME: project.home, LEMBAS_TEST_KEY: 'test-key' },
     timeout: 90_000,
@@ -472,7 +587,7 @@ function outputsOf(json: any): string[] {
 }
 
 /** codex exec with a provider at the proxy's /v1, on the Responses API. */
-function codexArgs(proxyUrl: string, task: string): string[] {
+function codexArgs(proxyUrl: string, task: string, model = 'gpt-5-codex'): string[] {
   return [
     'exec',
     '--skip-git-repo-check',
@@ -480,7 +595,7 @@ function codexArgs(proxyUrl: string, task: string): string[] {
     '-c',
     'model_provider="lembas"',
     '-c',
-    'model="gpt-5-codex"',
+    `model="${model}"`,
     '-c',
     'model_providers.lembas.name="lembas"',
     '-c',

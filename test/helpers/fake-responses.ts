@@ -115,6 +115,27 @@ export function responsesEvents(id: string, output: Record<string, unknown>[]): 
         content_index: 0,
         text,
       })
+    } else if (item.type === 'custom_tool_call') {
+      // A freeform tool's input (Codex's apply_patch) streams as text of its own.
+      push({
+        type: 'response.output_item.added',
+        output_index: index,
+        item: { ...item, status: 'in_progress', input: '' },
+      })
+      const input = String(item.input)
+      for (let i = 0; i < input.length; i += 40)
+        push({
+          type: 'response.custom_tool_call_input.delta',
+          item_id: item.id,
+          output_index: index,
+          delta: input.slice(i, i + 40),
+        })
+      push({
+        type: 'response.custom_tool_call_input.done',
+        item_id: item.id,
+        output_index: index,
+        input,
+      })
     } else {
       push({
         type: 'response.output_item.added',

@@ -41,6 +41,7 @@ function itemMessage(item: Json): ChatMessage | undefined {
         callId,
         item.name,
         JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' }),
+        'custom',
       )
     case 'function_call_output':
     case 'custom_tool_call_output':
@@ -67,11 +68,17 @@ function itemMessage(item: Json): ChatMessage | undefined {
   }
 }
 
-function assistantCall(id: string, name: string, args: string): ChatMessage {
+/** A call as the view's: a freeform tool's (`custom`) with its input as the arguments' `input`. */
+function assistantCall(
+  id: string,
+  name: string,
+  args: string,
+  type: 'function' | 'custom' = 'function',
+): ChatMessage {
   return {
     role: 'assistant',
     content: null,
-    tool_calls: [{ id, type: 'function', function: { name, arguments: args } }],
+    tool_calls: [{ id, type, function: { name, arguments: args } }],
   }
 }
 
