@@ -81,6 +81,18 @@ export const ProxySchema = z.strictObject({
     last_round_note: z.string().min(1),
     /** The answer's text when the model still called only recall after that last round. */
     limit_answer: z.string().min(1),
+    /**
+     * A recall round's request is the proxy's own: an answer with one of these statuses (a rate
+     * limit, an overload: nothing generated) is asked again, after its Retry-After or a wait
+     * that doubles from first_wait_ms, up to `attempts` more times; a wait longer than
+     * max_wait_ms is not waited for (the error goes to the client).
+     */
+    round_retry: z.strictObject({
+      statuses: z.array(z.int().min(100).max(599)),
+      attempts: z.int().min(0),
+      first_wait_ms: z.int().min(0),
+      max_wait_ms: z.int().min(0),
+    }),
     description: z.string().min(1),
     /** Each parameter's description; one left out is sent without (every token counts). */
     parameters: z.strictObject({

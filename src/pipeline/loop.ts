@@ -18,6 +18,7 @@ import type { Upstream, UpstreamResponse } from '../upstream/index.js'
 import type { ContextRules } from '../context/index.js'
 import { decodeSse } from '../wire/sse.js'
 import { text } from 'node:stream/consumers'
+import { setTimeout } from 'node:timers/promises'
 import { bodyBytes, type UpstreamBody } from './body.js'
 import { parseAnswer } from './json.js'
 import { answerRecalls, type RecallSetup } from './recall.js'
@@ -56,6 +57,49 @@ export function send(turn: Turn, extra: readonly Json[] = []): Promise<UpstreamR
     body: bodyBytes(turn.body, extra),
     signal: turn.signal,
   })
+}
+
+/**
+ * Sends a recall round's request, the proxy's own: an answer that says nothing was generated
+ * (a rate limit, an overload: loop.json `round_retry`) is asked again after its Retry-After or a
+ * doubling wait, as the client would have asked its own request again. The client's 200 has
+ * gone already, so without this a rate limit in a hidden round ended its turn with an error
+ * (Claude Code and Qwen Code stop there). A failure to connect is not asked again: whether the
+ * request reached the upstream cannot be known.
+ */
+export async function sendRound(turn: Turn, extra: readonly Json[]): Promise<UpstreamResponse> {
+  const retry = turn.recall?.retry
+  for (let attempt = 0; ; attempt++) {
+    const response = await send(turn, extra)
+    if (!retry || attempt >= retry.attempts || !retry.statuses.includes(response.status))
+      return response
+    const waitMs = retryWait(response.headers, retry.firstWaitMs * 2 ** attempt)
+    if (waitMs > retry.maxWaitMs) return response
+    await readAll(turn, response) // its error body: the connection goes back to the pool
+    turn.log.warn('recall-round-retried', {
+      status: response.status,
+      attempt: attempt + 1,
+      waitMs,
+      door: turn.door.name,
+    })
+    await setTimeout(waitMs, undefined, { signal: turn.signal })
+  }
+}
+
+/** How long the upstream asks to be left alone (`retry-after-ms`, `retry-after`), else `fallback`. */
+export function retryWait(headers: UpstreamResponse['headers'], fallback: number): number {
+  const header = (name: string) => {
+    const value = headers[name]
+    return Array.isArray(value) ? value[0] : value
+  }
+  const ms = Number(header('retry-after-ms'))
+  if (header('retry-after-ms') !== undefined && Number.isFinite(ms) && ms >= 0) return ms
+  const after = header('retry-after')
+  if (after === undefined || after.trim() === '') return fallback
+  const seconds = Number(after)
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
+  const at = Date.parse(after)
+  return Number.isNaN(at) ? fallback : Math.max(0, at - Date.now())
 }
 
 /**
@@ -166,7 +210,7 @@ async function readAll(turn: Turn, response: UpstreamResponse): Promise<string> 
 export async function completeAnswer(turn: Turn, meter: Meter): Promise<Answer> {
   const loop = new RecallLoop(turn, meter)
   for (let round = 0; ; round++) {
-    const response = await send(turn, loop.extra)
+    const response = await (round === 0 ? send(turn) : sendRound(turn, loop.extra))
     const raw = await readAll(turn, response)
     const answer = { status: response.status, headers: response.headers, body: raw }
     const json = response.status === 200 ? parseAnswer(raw) : undefined
@@ -219,7 +263,7 @@ export async function* streamAnswer(
         if (loop.closing !== undefined) yield* stream.say(loop.closing)
         return yield* stream.close(loop.visible, loop.usage)
       }
-      response = await send(turn, loop.extra)
+      response = await sendRound(turn, loop.extra)
       if (response.status !== 200) {
         // The client's 200 is gone already: its error event says what the upstream said.
         const detail = await readAll(turn, response)

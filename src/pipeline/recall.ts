@@ -13,7 +13,16 @@ export interface RecallSetup {
   readonly lastRoundNote: string
   /** The answer's text when the model called only recall after that note too. */
   readonly limitAnswer: string
+  /** When a recall round's request is asked again (loop.json `proxy.recall.round_retry`). */
+  readonly retry: RoundRetry
   readonly tool: ToolDefinition
+}
+
+export interface RoundRetry {
+  readonly statuses: readonly number[]
+  readonly attempts: number
+  readonly firstWaitMs: number
+  readonly maxWaitMs: number
 }
 
 export function recallSetup(recall: Loop['proxy']['recall']): RecallSetup {
@@ -22,6 +31,12 @@ export function recallSetup(recall: Loop['proxy']['recall']): RecallSetup {
     maxRounds: recall.max_rounds,
     lastRoundNote: recall.last_round_note,
     limitAnswer: recall.limit_answer,
+    retry: {
+      statuses: recall.round_retry.statuses,
+      attempts: recall.round_retry.attempts,
+      firstWaitMs: recall.round_retry.first_wait_ms,
+      maxWaitMs: recall.round_retry.max_wait_ms,
+    },
     tool: {
       type: 'function',
       function: {

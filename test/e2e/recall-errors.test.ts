@@ -1,12 +1,13 @@
 /**
- * An upstream that fails the round after a recall, mid-stream (the client's 200 is sent): the
- * door's error event carries the upstream's own error type and code, so an SDK that retries an
- * overloaded or rate-limited API still does.
+ * An upstream that fails the round after a recall, mid-stream (the client's 200 is sent): a
+ * rate limit or an overload is asked again by the proxy (the round is its own request) after
+ * the wait the upstream names; past that, the door's error event carries the upstream's own
+ * error type and code, so an SDK that retries an overloaded or rate-limited API still does.
  */
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { DOORS } from '../helpers/doors.js'
-import { proxyOnFake } from '../helpers/proxy.js'
+import { loop, proxyOnFake } from '../helpers/proxy.js'
 
 const OWN_ERROR = {
   chat: { type: 'requests', code: 'rate_limit_exceeded' },
@@ -38,7 +39,7 @@ describe('the round after a recall fails, streaming', () => {
   const fixture = proxyOnFake()
 
   for (const door of DOORS)
-    test(`${door.name}: the error event carries the upstream's own error`, async () => {
+    test(`${door.name}: a wait past the longest is not waited for: the error event carries the upstream's own error`, async () => {
       const own = OWN_ERROR[door.name]
       const status = door.name === 'messages' ? 529 : 429
       const body =
@@ -58,10 +59,11 @@ describe('the round after a recall fails, streaming', () => {
             { calls: [{ id: 'r1', name: 'recall', args: { id: '#0001' } }] },
             1,
           )
+        const wait = String(loop.proxy.recall.round_retry.max_wait_ms / 1000 + 1)
         return {
           status,
           body: JSON.stringify(body),
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', 'retry-after': wait },
         }
       })
       fixture.upstream.requests.length = 0
@@ -101,5 +103,86 @@ describe('the round after a recall fails, streaming', () => {
       failed.raw,
       /event: response\.failed\n.*"error":\{"code":"busy","message":"boom"\}/,
     )
+  })
+})
+
+describe('the round after a recall is rate-limited or overloaded', () => {
+  const fixture = proxyOnFake()
+  const retry = loop.proxy.recall.round_retry
+
+  for (const door of DOORS)
+    for (const stream of [true, false])
+      test(`${door.name}${stream ? ', streaming' : ''}: asked again after the wait it names; the answer comes whole`, async () => {
+        const failing = door.name === 'messages' ? 529 : 429
+        // The round after the recall fails twice (Retry-After 0, then retry-after-ms 30), then answers.
+        const refusals = [{ 'retry-after': '0' }, { 'retry-after-ms': '30' }]
+        fixture.upstream.setScript((request, index) => {
+          if (index === 0)
+            return door.respond(
+              request,
+              { calls: [{ id: 'c1', name: 'Bash', args: { command: 'ls' } }] },
+              0,
+            )
+          if (index === 1)
+            return door.respond(
+              request,
+              { calls: [{ id: 'r1', name: 'recall', args: { id: '#0001' } }] },
+              1,
+            )
+          const refusal = refusals[index - 2]
+          if (refusal)
+            return {
+              status: failing,
+              body: JSON.stringify({ error: { message: 'slow down', type: 'requests' } }),
+              headers: { 'content-type': 'application/json', ...refusal },
+            }
+          return door.respond(request, { text: 'The files are a.ts and b.ts.' }, index)
+        })
+        fixture.upstream.requests.length = 0
+        const client = door.client({ stream })
+        client.user('list the files')
+        const first = await client.send(fixture.proxy.url)
+        client.results(first.calls, ['a.ts\nb.ts'])
+        const answer = await client.send(fixture.proxy.url)
+        assert.equal(answer.status, 200, answer.raw)
+        assert.equal(answer.text, 'The files are a.ts and b.ts.')
+        assert.deepEqual(answer.calls, [])
+        const sent = fixture.upstream.requests
+        assert.equal(sent.length, 5, 'the hidden round three times')
+        // The same bytes each time: the round as it was, asked again.
+        assert.equal(sent[3]!.body, sent[2]!.body)
+        assert.equal(sent[4]!.body, sent[2]!.body)
+      })
+
+  test('chat: past the attempts, the error event', async () => {
+    const door = DOORS.find((d) => d.name === 'chat')!
+    fixture.upstream.setScript((request, index) => {
+      if (index === 0)
+        return door.respond(
+          request,
+          { calls: [{ id: 'c1', name: 'Bash', args: { command: 'ls' } }] },
+          0,
+        )
+      if (index === 1)
+        return door.respond(
+          request,
+          { calls: [{ id: 'r1', name: 'recall', args: { id: '#0001' } }] },
+          1,
+        )
+      return {
+        status: 503,
+        body: JSON.stringify({ error: { message: 'try later', type: 'server_error' } }),
+        headers: { 'content-type': 'application/json', 'retry-after-ms': '5' },
+      }
+    })
+    fixture.upstream.requests.length = 0
+    const client = door.client({ stream: true })
+    client.user('list the files')
+    const first = await client.send(fixture.proxy.url)
+    client.results(first.calls, ['a.ts\nb.ts'])
+    const failed = await rawAnswer(() => client.send(fixture.proxy.url))
+    assert.equal(failed.status, 200)
+    assert.match(failed.raw, /data: \{"error":\{"message":"try later"/)
+    assert.equal(fixture.upstream.requests.length, 3 + retry.attempts)
   })
 })
