@@ -9,9 +9,31 @@ interface CompactionRecord {
   readonly table: string | null
 }
 
-/** A summary message is known by its role and text. */
+/**
+ * A summary message is known by its role and text, less the parts that are an agent's reminders
+ * alone: Qwen Code puts its `<system-reminder>` parts before its `<state_snapshot>` on the
+ * requests after the first, and the summary is still the one whose table was fixed.
+ */
 export function summaryKey(message: ChatMessage): string {
-  return shortHash(message.role + '\u0000' + contentText(message.content))
+  return shortHash(message.role + '\u0000' + summaryText(message))
+}
+
+/** The key of a summary before reminder parts were left out of it, where that differs. */
+function legacySummaryKey(message: ChatMessage): string | undefined {
+  const whole = contentText(message.content)
+  return whole === summaryText(message) ? undefined : shortHash(message.role + '\u0000' + whole)
+}
+
+const REMINDER_PART = /^\s*<system-reminder>[\s\S]*<\/system-reminder>\s*$/
+
+function summaryText(message: ChatMessage): string {
+  const content = message.content
+  if (!Array.isArray(content)) return contentText(content)
+  const own = content.filter(
+    (part) =>
+      part.type === 'text' && typeof part.text === 'string' && !REMINDER_PART.test(part.text),
+  )
+  return own.length === 0 ? contentText(content) : contentText(own)
 }
 
 /** The tables after the request's summaries, by message index, and how many were new. */
@@ -38,10 +60,15 @@ export async function compactionTables(
   let fresh = 0
   if (summaries.length === 0) return { tables, fresh }
   const summaryKeys = summaries.map((index) => keys.compaction(summaryKey(messages[index]!)))
-  const known = await store.get(scope, summaryKeys)
+  // A summary first seen by an earlier version may be stored under its whole text.
+  const legacy = summaries.map((index) => legacySummaryKey(messages[index]!))
+  const legacyKeys = legacy.flatMap((key) => (key === undefined ? [] : [keys.compaction(key)]))
+  const known = await store.get(scope, [...summaryKeys, ...legacyKeys])
+  let nextLegacy = summaryKeys.length
   const newest = summaries.length - 1
   for (const [i, index] of summaries.entries()) {
-    let record = parseRecord<CompactionRecord>(known[i])
+    const earlier = legacy[i] === undefined ? undefined : known[nextLegacy++]
+    let record = parseRecord<CompactionRecord>(known[i] ?? earlier)
     if (!record) {
       fresh++
       // Only the newest summary covers the history the session has just had.

@@ -168,6 +168,12 @@ describe(`${qwen.name}@${qwen.version} compressing, run for real through the pro
         )
         const table = tableAfter(first.messages[summaryAt], snapshot(1))
         assert.ok(table.endsWith(utilRow + readmeRow('#0002')), table)
+        // The next request has the CLI's reminder parts before the snapshot: the same summary,
+        // its table where it was (it was left out from there on, the compaction counted again).
+        const next = main[4]!.json.messages.find((m: any) =>
+          partTexts(m).some((t) => t.startsWith(snapshot(1))),
+        )
+        assert.equal(tableAfter(next, snapshot(1)), table)
         // A read after the snapshot is in full, with the next id.
         assert.match(
           toolTexts(main[4]!.json).at(-1)!,

@@ -115,7 +115,10 @@ describe('the round after a recall is rate-limited or overloaded', () => {
       test(`${door.name}${stream ? ', streaming' : ''}: asked again after the wait it names; the answer comes whole`, async () => {
         const failing = door.name === 'messages' ? 529 : 429
         // The round after the recall fails twice (Retry-After 0, then retry-after-ms 30), then answers.
-        const refusals = [{ 'retry-after': '0' }, { 'retry-after-ms': '30' }]
+        const refusals: Record<string, string>[] = [
+          { 'retry-after': '0' },
+          { 'retry-after-ms': '30' },
+        ]
         fixture.upstream.setScript((request, index) => {
           if (index === 0)
             return door.respond(
