@@ -130,6 +130,11 @@ export interface Door extends AnswerShape {
   withRecall(request: Json, block: string, recall: ToolDefinition | undefined): Json
   /** Chat only: the block joins the first system message, or opens the history. */
   withBlockItems(items: readonly Json[], block: string): Json[]
+  /**
+   * Takes out, in place, the upstream items the API would refuse for an answer the proxy hid
+   * (Responses: a reasoning item left without the call it preceded); absent where none can be.
+   */
+  dropUnfollowed?(perItem: Json[][]): void
 
   /** A whole answer's parts; undefined when it is not the door's answer (sent as it came). */
   readAnswer(json: unknown): RoundEnd | undefined

@@ -268,6 +268,7 @@ async function upstreamItems(
   const hiddenValues = rebuilt.extra.slice(0, placed.length)
   const restored = restoreAnswers(door, items, written, placed, hiddenValues)
   const perItem = restored.items
+  door.dropUnfollowed?.(perItem)
   if (!start) perItem[0] = door.withBlockItems(perItem[0] ?? [], promptBlock)
   const pace = pacer()
   const texts: string[] = []

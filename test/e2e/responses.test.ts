@@ -326,6 +326,58 @@ for (const stream of [false, true]) {
       ])
     })
 
+    if (stream)
+      test("a round's reasoning left without its call (the round after it failed) goes upstream as nothing", async () => {
+        upstream.requests.length = 0
+        const thought = { summary: 'Need line 9.', encrypted: 'gAAAA-orphan' }
+        const model = scriptedResponses([
+          { reasoning: thought, calls: [{ name: 'recall', args: { id: '#0001', offset: 9 } }] },
+          { reasoning: { summary: 'Go on.', encrypted: 'gAAAA-kept' }, text: 'Going on.' },
+          { text: 'Bye.' },
+        ])
+        // The round after the recall is refused (nothing the proxy asks again): the client has
+        // the recall round's reasoning, streamed as it came, and the error after it.
+        upstream.setScript((request, index) =>
+          index === 1
+            ? {
+                status: 400,
+                body: JSON.stringify({ error: { message: 'bad round' } }),
+                headers: { 'content-type': 'application/json' },
+              }
+            : model(request, index),
+        )
+        const { base, input: asked } = shellTurn('orphan', stream, 100)
+        const failed = await postResponses(proxy.url, { ...base, input: asked })
+        const kept = responsesEventsOf(failed.text)
+          .filter((e) => e.type === 'response.output_item.done')
+          .map((e) => e.item)
+        assert.deepEqual(
+          kept.map((i: any) => i.type),
+          ['reasoning'],
+          failed.text,
+        )
+        assert.match(failed.text, /response\.failed/)
+        // Codex keeps it, and goes on: its next request carries it before the user's words.
+        let input = [...asked, ...kept, userMessage('go on')]
+        const second = await postResponses(proxy.url, { ...base, input })
+        assert.equal(second.status, 200, second.text)
+        const sent = responsesRequests(upstream.requests)
+        const types = (json: any) => json.input.map((i: any) => i.type)
+        assert.deepEqual(types(sent[2]), [
+          'message',
+          'function_call',
+          'function_call_output',
+          'message',
+        ])
+        // A reasoning item that precedes the model's own item stays, and the bytes go on.
+        input = [...input, ...outputOf(second, stream), userMessage('thanks')]
+        const third = await postResponses(proxy.url, { ...base, input })
+        assert.equal(third.status, 200, third.text)
+        const last = responsesRequests(upstream.requests)[3]
+        assert.deepEqual(types(last).slice(3), ['message', 'reasoning', 'message', 'message'])
+        assert.deepEqual(inputPrefixViolations(upstream.requests.slice(2)), [])
+      })
+
     test('a model that keeps calling recall gets an answer that says so, not an empty turn', async () => {
       upstream.requests.length = 0
       const forever = { calls: [{ name: 'recall', args: { id: '#0001' } }] }

@@ -2,6 +2,7 @@ import { openAIErrorBody } from '../../errors.js'
 import { isRecord } from '../../wire/chat.js'
 import type { Door, Json, Part, RecallReply, RoundEnd } from '../../pipeline/door.js'
 import { chatTools, itemKey, responsesTool, toView, writeBack } from './items.js'
+import { dropUnfollowedReasoning } from './orphans.js'
 import { ResponsesStream } from './stream.js'
 
 /** `POST /v1/responses`: the OpenAI Responses API (Codex CLI). */
@@ -43,6 +44,7 @@ export const responsesDoor: Door = {
     }
   },
   withBlockItems: (items) => [...items],
+  dropUnfollowed: dropUnfollowedReasoning,
   answerDigest(item) {
     if (item.type === 'message' && item.role !== 'assistant') return undefined
     if (item.type === undefined && item.role !== 'assistant') return undefined
