@@ -242,16 +242,7 @@ describe('the real Codex CLI: a working session through /v1/responses, with a wo
     const binary = agentBinary('codex')
     const project = makeLiveProject('codex')
     const bigSha = sha8(project.big)
-    const patch = [
-      '*** Begin Patch',
-      '*** Update File: src/util.ts',
-      '@@',
-      ' export function add(a: number, b: number): number {',
-      '-  return a + b;',
-      '+  return a + b + 0; // edited',
-      ' }',
-      '*** End Patch',
-    ].join('\n')
+    const patch = utilPatch('edited')
     const commands = [
       'cat src/big.ts',
       'cat src/big.ts',
@@ -421,16 +412,7 @@ describe("the real Codex CLI's own apply_patch tool (gpt-5.5), through /v1/respo
   test('its answer is the diff; elided with --elide-inputs, recall shows the patch as written', async () => {
     const binary = agentBinary('codex')
     const project = makeLiveProject('codex')
-    const patch = [
-      '*** Begin Patch',
-      '*** Update File: src/util.ts',
-      '@@',
-      ' export function add(a: number, b: number): number {',
-      '-  return a + b;',
-      '+  return a + b + 0; // edited through the apply_patch tool, a patch long enough to elide',
-      ' }',
-      '*** End Patch',
-    ].join('\n')
+    const patch = utilPatch('edited through the apply_patch tool, a patch long enough to elide')
     const tools: string[][] = []
     // Two long outputs, the patch, two more (a batch elides the patch and its input), a recall.
     const steps = ['seq 1 400', 'seq 401 800', 'patch', 'seq 801 1200', 'seq 1201 1600', 'recall']
@@ -526,6 +508,20 @@ describe("the real Codex CLI's own apply_patch tool (gpt-5.5), through /v1/respo
     }
   })
 })
+
+/** A patch of the live project's util.ts: its `add` returns `a + b + 0`, with `note` after. */
+function utilPatch(note: string): string {
+  return [
+    '*** Begin Patch',
+    '*** Update File: src/util.ts',
+    '@@',
+    ' export function add(a: number, b: number): number {',
+    '-  return a + b;',
+    `+  return a + b + 0; // ${note}`,
+    ' }',
+    '*** End Patch',
+  ].join('\n')
+}
 
 /** A fake Responses API whose model says what `say` makes of each request. */
 /**

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { DOORS } from '../helpers/doors.js'
+import type { RecordedRequest } from '../helpers/fake-upstream.js'
 import { loop, proxyOnFake } from '../helpers/proxy.js'
 
 const OWN_ERROR = {
@@ -35,6 +36,32 @@ async function rawAnswer(send: () => Promise<unknown>): Promise<{ status: number
   return seen
 }
 
+/** The model's first answers: a call of the agent's Bash, then a recall of its result. */
+function openingTurn(door: (typeof DOORS)[number], request: RecordedRequest, index: number) {
+  if (index === 0)
+    return door.respond(
+      request,
+      { calls: [{ id: 'c1', name: 'Bash', args: { command: 'ls' } }] },
+      0,
+    )
+  if (index === 1)
+    return door.respond(
+      request,
+      { calls: [{ id: 'r1', name: 'recall', args: { id: '#0001' } }] },
+      1,
+    )
+  return undefined
+}
+
+/** The client asks, runs the Bash call, and sends its result: the request whose round recalls. */
+async function recallingClient(door: (typeof DOORS)[number], url: string, stream: boolean) {
+  const client = door.client({ stream })
+  client.user('list the files')
+  const first = await client.send(url)
+  client.results(first.calls, ['a.ts\nb.ts'])
+  return client
+}
+
 describe('the round after a recall fails, streaming', () => {
   const fixture = proxyOnFake()
 
@@ -47,18 +74,8 @@ describe('the round after a recall fails, streaming', () => {
           ? { type: 'error', error: { type: own.type, message: 'Overloaded' } }
           : { error: { message: 'Rate limit reached', param: null, ...own } }
       fixture.upstream.setScript((request, index) => {
-        if (index === 0)
-          return door.respond(
-            request,
-            { calls: [{ id: 'c1', name: 'Bash', args: { command: 'ls' } }] },
-            0,
-          )
-        if (index === 1)
-          return door.respond(
-            request,
-            { calls: [{ id: 'r1', name: 'recall', args: { id: '#0001' } }] },
-            1,
-          )
+        const opening = openingTurn(door, request, index)
+        if (opening) return opening
         const wait = String(loop.proxy.recall.round_retry.max_wait_ms / 1000 + 1)
         return {
           status,
@@ -67,10 +84,7 @@ describe('the round after a recall fails, streaming', () => {
         }
       })
       fixture.upstream.requests.length = 0
-      const client = door.client({ stream: true })
-      client.user('list the files')
-      const first = await client.send(fixture.proxy.url)
-      client.results(first.calls, ['a.ts\nb.ts'])
+      const client = await recallingClient(door, fixture.proxy.url, true)
       const failed = await rawAnswer(() => client.send(fixture.proxy.url))
       assert.equal(fixture.upstream.requests.length, 3, 'the recall was answered and sent on')
       assert.equal(failed.status, 200)
@@ -120,18 +134,8 @@ describe('the round after a recall is rate-limited or overloaded', () => {
           { 'retry-after-ms': '30' },
         ]
         fixture.upstream.setScript((request, index) => {
-          if (index === 0)
-            return door.respond(
-              request,
-              { calls: [{ id: 'c1', name: 'Bash', args: { command: 'ls' } }] },
-              0,
-            )
-          if (index === 1)
-            return door.respond(
-              request,
-              { calls: [{ id: 'r1', name: 'recall', args: { id: '#0001' } }] },
-              1,
-            )
+          const opening = openingTurn(door, request, index)
+          if (opening) return opening
           const refusal = refusals[index - 2]
           if (refusal)
             return {
@@ -142,10 +146,7 @@ describe('the round after a recall is rate-limited or overloaded', () => {
           return door.respond(request, { text: 'The files are a.ts and b.ts.' }, index)
         })
         fixture.upstream.requests.length = 0
-        const client = door.client({ stream })
-        client.user('list the files')
-        const first = await client.send(fixture.proxy.url)
-        client.results(first.calls, ['a.ts\nb.ts'])
+        const client = await recallingClient(door, fixture.proxy.url, stream)
         const answer = await client.send(fixture.proxy.url)
         assert.equal(answer.status, 200, answer.raw)
         assert.equal(answer.text, 'The files are a.ts and b.ts.')
@@ -160,18 +161,8 @@ describe('the round after a recall is rate-limited or overloaded', () => {
   test('chat: past the attempts, the error event', async () => {
     const door = DOORS.find((d) => d.name === 'chat')!
     fixture.upstream.setScript((request, index) => {
-      if (index === 0)
-        return door.respond(
-          request,
-          { calls: [{ id: 'c1', name: 'Bash', args: { command: 'ls' } }] },
-          0,
-        )
-      if (index === 1)
-        return door.respond(
-          request,
-          { calls: [{ id: 'r1', name: 'recall', args: { id: '#0001' } }] },
-          1,
-        )
+      const opening = openingTurn(door, request, index)
+      if (opening) return opening
       return {
         status: 503,
         body: JSON.stringify({ error: { message: 'try later', type: 'server_error' } }),
@@ -179,10 +170,7 @@ describe('the round after a recall is rate-limited or overloaded', () => {
       }
     })
     fixture.upstream.requests.length = 0
-    const client = door.client({ stream: true })
-    client.user('list the files')
-    const first = await client.send(fixture.proxy.url)
-    client.results(first.calls, ['a.ts\nb.ts'])
+    const client = await recallingClient(door, fixture.proxy.url, true)
     const failed = await rawAnswer(() => client.send(fixture.proxy.url))
     assert.equal(failed.status, 200)
     assert.match(failed.raw, /data: \{"error":\{"message":"try later"/)

@@ -115,46 +115,31 @@ export function responsesEvents(id: string, output: Record<string, unknown>[]): 
         content_index: 0,
         text,
       })
-    } else if (item.type === 'custom_tool_call') {
-      // A freeform tool's input (Codex's apply_patch) streams as text of its own.
-      push({
-        type: 'response.output_item.added',
-        output_index: index,
-        item: { ...item, status: 'in_progress', input: '' },
-      })
-      const input = String(item.input)
-      for (let i = 0; i < input.length; i += 40)
-        push({
-          type: 'response.custom_tool_call_input.delta',
-          item_id: item.id,
-          output_index: index,
-          delta: input.slice(i, i + 40),
-        })
-      push({
-        type: 'response.custom_tool_call_input.done',
-        item_id: item.id,
-        output_index: index,
-        input,
-      })
     } else {
+      // A call's arguments stream in pieces; a freeform tool's input (Codex's apply_patch) too,
+      // as text of its own.
+      const custom = item.type === 'custom_tool_call'
+      const field = custom ? 'input' : 'arguments'
+      const events = custom ? 'custom_tool_call_input' : 'function_call_arguments'
       push({
         type: 'response.output_item.added',
         output_index: index,
-        item: { ...item, status: 'in_progress', arguments: '' },
+        item: { ...item, status: 'in_progress', [field]: '' },
       })
-      const args = String(item.arguments)
-      for (let i = 0; i < args.length; i += 6)
+      const whole = String(item[field])
+      const size = custom ? 40 : 6
+      for (let i = 0; i < whole.length; i += size)
         push({
-          type: 'response.function_call_arguments.delta',
+          type: `response.${events}.delta`,
           item_id: item.id,
           output_index: index,
-          delta: args.slice(i, i + 6),
+          delta: whole.slice(i, i + size),
         })
       push({
-        type: 'response.function_call_arguments.done',
+        type: `response.${events}.done`,
         item_id: item.id,
         output_index: index,
-        arguments: args,
+        [field]: whole,
       })
     }
     push({ type: 'response.output_item.done', output_index: index, item })
