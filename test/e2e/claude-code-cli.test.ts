@@ -499,11 +499,14 @@ describe(`${pkg.name}@${pkg.version} with --elide --elide-inputs, run for real t
 const STAND_IN = / Elided; recall shows it\.$/
 const LINE = 'line %g of a long output'
 
-/** Claude Code's summary, as the model writes it (the CLI keeps the <summary> part). */
-const SUMMARY_ANSWER =
+/**
+ * Claude Code's n-th summary, as the model writes it (the CLI keeps the <summary> part): each
+ * one its own, as a model's are (two summaries of the same text are one summary to the proxy).
+ */
+const summaryAnswer = (n: number) =>
   '<analysis>\nRead a file and printed another.\n</analysis>\n\n<summary>\n' +
-  '1. Primary Request and Intent:\n   Work through the task.\n\n9. Optional Next Step:\n   Finish.\n' +
-  '</summary>'
+  `1. Primary Request and Intent:\n   Work through the task (summary ${n}).\n\n` +
+  '9. Optional Next Step:\n   Finish.\n</summary>'
 const TOO_LONG = JSON.stringify({
   type: 'error',
   error: {
@@ -548,7 +551,7 @@ describe(`${pkg.name}@${pkg.version} compacting, run for real through /v1/messag
         const say = (content: Block[]) => claudeAnswer(request, content, index)
         if (texts.at(-1)!.includes('create a detailed summary of the conversation')) {
           summaries.push(request)
-          return say([{ type: 'text', text: SUMMARY_ANSWER }])
+          return say([{ type: 'text', text: summaryAnswer(summaries.length) }])
         }
         if (!isMain(json)) return say([{ type: 'text', text: 'Side answer.' }])
         main.push(request)
