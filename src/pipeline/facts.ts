@@ -142,6 +142,12 @@ async function readsFacts(
   }
 }
 
+/** The last line of a text with something on it. */
+function lastLine(text: string): string {
+  const end = text.trimEnd()
+  return end.slice(end.lastIndexOf('\n') + 1)
+}
+
 async function readFacts(
   classified: Extract<Classified, { kind: 'read' }>,
   text: string,
@@ -150,6 +156,9 @@ async function readFacts(
 ): Promise<Facts> {
   const body = classified.shell ? shellOutput(text, profile.shellEnvelopes) : text
   if (body === undefined || SHELL_FAILURE.test(body)) return { call: { kind: 'other' } }
+  // The complaint may come after the output too: stderr after stdout (Qwen Code, sometimes
+  // opencode and Kilo) of `cd DIR; cat f` whose cd failed, and the read ran elsewhere.
+  if (classified.shell && SHELL_FAILURE.test(lastLine(body))) return { call: { kind: 'other' } }
   if (profile.failures.some((failure) => failure.test(body.trimStart())))
     return { call: { kind: 'other' } }
   // A shell's `cat -n` never numbers the empty string after a final newline: its last line is real.
@@ -167,6 +176,9 @@ async function readFacts(
   // Numbered, but not lines it can place: a tool's own read has changed its numbering.
   if (shown.garbled) return unrecognised(classified, 'lines numbered in one run')
   const snapshot = await workspace?.read(located(classified))
+  // Nothing is there: whatever the agent printed, it is no file's lines (a tool's own error).
+  if (!snapshot && (await workspace?.missing?.(located(classified))))
+    return { call: { kind: 'other' } }
   const fileLines = snapshot ? linesOf(snapshot.content) : undefined
   // Where the lines start, as the call or the lines say; a tail's, from the file's length.
   const placed = shown.start ?? placedStart(classified, shown.lines.length)

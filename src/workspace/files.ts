@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
-import { open, realpath } from 'node:fs/promises'
-import { isAbsolute, resolve, sep } from 'node:path'
+import { lstat, open, realpath } from 'node:fs/promises'
+import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path'
 
 export interface FileSnapshot {
   /** The real path (symlinks resolved), inside a workspace root. */
@@ -18,6 +18,11 @@ export interface Workspace {
    * else (outside, missing, not a regular file, too large) is undefined: the proxy goes blind.
    */
   read(path: string): Promise<FileSnapshot | undefined>
+  /**
+   * Whether nothing is at a path that lies inside a root as written (no link followed): a read
+   * of it showed no file's lines, whatever the agent printed. Outside the roots: false.
+   */
+  missing?(path: string): Promise<boolean>
 }
 
 export interface WorkspaceOptions {
@@ -51,7 +56,35 @@ export async function createWorkspace(
       }
       return readRegularFile(real, maxFileBytes)
     },
+    async missing(path) {
+      const first = realRoots[0]
+      if (first === undefined || path.includes('\0')) return false
+      const candidate = isAbsolute(path) ? resolve(path) : resolve(first, path)
+      const inside = (real: string) =>
+        realRoots.some((root) => real.startsWith(root.endsWith(sep) ? root : root + sep))
+      if (!inside(candidate)) return false
+      // Its folder as it really is: a link out of the roots is never looked through.
+      let folder: string
+      try {
+        folder = await realpath(dirname(candidate))
+      } catch (error) {
+        return gone(error)
+      }
+      if (!inside(folder + sep)) return false
+      try {
+        await lstat(join(folder, basename(candidate)))
+        return false
+      } catch (error) {
+        return gone(error)
+      }
+    },
   }
+}
+
+/** The error of a path where nothing is (or a file stands where a folder should). */
+function gone(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException).code
+  return code === 'ENOENT' || code === 'ENOTDIR'
 }
 
 async function readRegularFile(

@@ -55,6 +55,26 @@ describe('workspace', () => {
     assert.equal((await ws.read('src/a.ts'))?.lines, 2)
   })
 
+  test('missing: nothing at a path inside a root; never looks outside it, nor through a link out', async () => {
+    const ws = await createWorkspace([root])
+    mkdirSync(join(base, 'outdir'), { recursive: true })
+    symlinkSync(join(base, 'outdir'), join(root, 'dir-out'))
+    for (const path of ['src/none.ts', join(root, 'nosuchdir', 'a.ts'), 'src/a.ts/under-a-file'])
+      assert.equal(await ws.missing!(path), true, path)
+    for (const path of [
+      'src/a.ts',
+      'src',
+      'link-in',
+      // Outside, or through a link out: nothing is known of it.
+      '../none.ts',
+      join(base, 'none.ts'),
+      'dir-out/none.ts',
+      '/nonexistent/dir/a.ts',
+      'src/none\0.ts',
+    ])
+      assert.equal(await ws.missing!(path), false, path)
+  })
+
   test('line counts: a final newline ends a line, empty is zero', () => {
     assert.deepEqual(['', 'a', 'a\n', 'a\nb', 'a\n\n'].map(countFileLines), [0, 1, 1, 2, 2])
   })

@@ -50,8 +50,9 @@ export const codex = defineProfile({
     },
   ],
   success: [{ pattern: /^Success\. Updated the following files:\n/ }],
-  // A call of a tool this Codex does not offer (0.171: `shell_command`) is answered so.
-  failures: [/^unsupported call: /],
+  // A call of a tool this Codex does not offer (0.171: `shell_command`) is answered so; a run
+  // it could not start (a `workdir` that is not there) with its own error.
+  failures: [/^unsupported call: /, /^exec_command failed: /],
   compaction: [
     {
       role: 'user',

@@ -66,6 +66,10 @@ export const opencode = defineProfile({
     },
   ],
   failures: [
+    // A file-system call of the CLI's own that failed (1.18.33, Kilo 7.7.7): a bash `workdir`
+    // that is not there (`NotFound: FileSystem.access (DIR)`), a write under a file
+    // (`BadResource: FileSystem.writeFile (PATH)`).
+    /^\w+: FileSystem\.\w+ \(/,
     /^File not found: /,
     /^Cannot read binary file/,
     /^Offset \d+ is out of range/,

@@ -70,7 +70,17 @@ export const qwenCode = defineProfile({
     { pattern: /^Successfully created and wrote to new file: [^\n]+\.$/, created: true },
     { pattern: /^Successfully overwrote file: [^\n]+\.$/ },
   ],
-  failures: [/^Cannot display content of binary file/, /^Cannot read file/, /^File not found/],
+  failures: [
+    /^Cannot display content of binary file/,
+    /^Cannot read file/,
+    /^File not found/,
+    // read_file's own checks of its arguments (0.24.4).
+    /^File path must be absolute/,
+    /^(?:Offset|Limit) must be /,
+    // run_shell_command's `directory`: outside the workspace, or not there (bash cannot start).
+    /^Directory '[^'\n]*' is not within any of the registered workspace directories/,
+    /^spawn \S+ E[A-Z]+$/,
+  ],
   agentStubs: [
     /^\[File .* unchanged since last read in this session/,
     // Its placeholder for a read whose text is blank (an empty file, or one of blank lines, which
