@@ -144,7 +144,7 @@ export const FLAGS = {
   record: {
     env: 'LEMBAS_RECORD',
     default: '',
-    help: 'directory to append each chat request to, as received and as sent (JSONL, no headers, keys redacted); see lembas-proxy replay',
+    help: 'directory to append each request of every door to, as received and as sent (JSONL, no headers, keys redacted); see lembas-proxy replay',
   },
   workers: {
     env: 'LEMBAS_WORKERS',

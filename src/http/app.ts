@@ -44,7 +44,7 @@ export function createApp(deps: AppDeps): Hono {
   )
   app.use('*', sameSiteOnly())
   if (deps.options.allowedHosts) app.use('*', knownHostsOnly(deps.options.allowedHosts, deps.log))
-  if (deps.options.authSecret) app.use('*', sharedSecret(deps.options.authSecret))
+  if (deps.options.authSecret) app.use('*', sharedSecret(deps.options.authSecret, deps.log))
 
   app.get('/', (c) => c.html(dashboardHtml()))
 

@@ -6,6 +6,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { MiddlewareHandler } from 'hono'
 import { doorOfPath, errorBodyOf } from '../doors/index.js'
+import type { Logger } from '../log.js'
+import { Memo } from '../memo.js'
 
 /** The request header that carries the shared secret. */
 export const AUTH_HEADER = 'x-lembas-auth'
@@ -14,11 +16,14 @@ export const AUTH_HEADER = 'x-lembas-auth'
  * Refuses every request but `GET /healthz` and the dashboard page (`GET /`) that does not carry `secret` in `x-lembas-auth`, with
  * a 401 in the shape of the API asked (Anthropic's on /v1/messages, OpenAI's elsewhere). The comparison takes the same time whatever the value sent:
  * both sides are hashed first, so neither the secret's bytes nor its length leak through timing.
- * @example app.use('*', sharedSecret('s3cret'))
+ * Each refusal is logged (`auth-refused`, once a minute per reason and client): an agent that
+ * retries a 401 in silence (Claude Code) would otherwise leave no trace on either side.
+ * @example app.use('*', sharedSecret('s3cret', log))
  */
-export function sharedSecret(secret: string): MiddlewareHandler {
+export function sharedSecret(secret: string, log?: Logger): MiddlewareHandler {
   if (secret === '') throw new Error('the shared secret must not be empty')
   const expected = digest(secret)
+  const logged = new Memo<number>(64)
   return async (c, next) => {
     // The dashboard page holds no data (it asks for the secret and sends it with /stats).
     if (c.req.method === 'GET' && (c.req.path === '/healthz' || c.req.path === '/')) return next()
@@ -28,6 +33,19 @@ export function sharedSecret(secret: string): MiddlewareHandler {
         given === undefined
           ? `this proxy needs its shared secret in the ${AUTH_HEADER} header (--auth)`
           : `the ${AUTH_HEADER} header does not match the proxy's shared secret (--auth)`
+      const reason = given === undefined ? 'missing' : 'wrong'
+      // The client by the first word of its user-agent (`claude-cli/2.1.332`), never a header value.
+      const agent = (c.req.header('user-agent') ?? '').split(' ')[0]!.slice(0, 60) || 'unknown'
+      const now = Date.now()
+      if (log && now - (logged.get(reason + ' ' + agent) ?? -Infinity) >= 60_000) {
+        logged.set(reason + ' ' + agent, now)
+        log.warn('auth-refused', {
+          reason,
+          path: c.req.path,
+          agent,
+          hint: `the agent must send the secret in the ${AUTH_HEADER} header (README: Point an agent at it)`,
+        })
+      }
       return c.json(errorBodyOf(doorOfPath(c.req.path), 'unauthorized', message), 401)
     }
     return next()

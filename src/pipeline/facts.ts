@@ -36,7 +36,7 @@ export interface Facts {
 
 // Words with which agents say a change failed (in its first 300 characters): a failure, not drift.
 const FAILED =
-  /<tool_use_error>|\b(?:error|errors|not found|no match|does not exist|doesn't exist|not been read|must read|denied|refused|failed|cannot|can't|could not|unable|invalid)\b/i
+  /<tool_use_error>|\b(?:error|errors|not found|no match|does not exist|doesn't exist|not been read|must read|denied|refused|not allowed|failed|cannot|can't|could not|unable|invalid)\b/i
 
 // A shell read that failed prints the program's complaint, not the file; so does a shell whose
 // `cd DIR;` failed before the read ran elsewhere (stderr is often merged into the output).

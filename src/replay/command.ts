@@ -145,6 +145,16 @@ export async function runReplay(argv: readonly string[]): Promise<string> {
   const packed = command.files.find((file) => file.endsWith('.xz'))
   if (packed !== undefined) await checkXz(packed)
   const report = await replay(command.files.map(fileSource), command.options)
+  // Nothing could be read: a table of zeros would pass for a result.
+  if (report.sessions.length === 0) {
+    const first = report.skipped[0]
+    throw invalid(
+      `replay: no session in ${command.files.join(', ')}` +
+        (first
+          ? ` (${report.skipped.length} line(s) skipped; ${first.file}:${first.line}: ${first.reason})`
+          : ': the files hold no request'),
+    )
+  }
   return command.json ? reportJson(report) : formatReport(report)
 }
 

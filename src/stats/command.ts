@@ -36,7 +36,8 @@ export async function runStats(
   const { values } = parsed
   if (values.help) return STATS_HELP
   const secret = values.auth ?? env.LEMBAS_AUTH
-  const url = values.url.replace(/\/$/, '') + '/stats'
+  // The base URL the agents are given ends in /v1; /stats is at the proxy's root.
+  const url = values.url.replace(/\/+$/, '').replace(/\/v1$/, '') + '/stats'
   let response: Response
   try {
     response = await fetch(url, { headers: secret ? { 'x-lembas-auth': secret } : {} })
@@ -47,8 +48,13 @@ export async function runStats(
     )
   }
   const text = await response.text()
-  if (response.status !== 200)
-    throw new LembasError('config_invalid', `stats: ${url} answered ${response.status}`)
+  if (response.status !== 200) {
+    const hint =
+      response.status === 401
+        ? ': the proxy runs with --auth; pass its secret with --auth or $LEMBAS_AUTH'
+        : ''
+    throw new LembasError('config_invalid', `stats: ${url} answered ${response.status}${hint}`)
+  }
   if (values.json) return text.endsWith('\n') ? text : text + '\n'
   return formatStats(JSON.parse(text) as StatsSnapshot)
 }

@@ -12,8 +12,9 @@ const TITLE_CHARS = 60
 
 /**
  * A session's label from a request: the agent from its user-agent (`claude-cli/2.1.332`), the
- * model it asks for, and the first words of its first user message (text parts, an agent's own
- * `<system-reminder>` blocks left out). Any wire format: the items are `messages` or `input`.
+ * model it asks for, and the first words of its first user message (text parts, the context an
+ * agent sends as the user's before the task left out). Any wire format: the items are `messages`
+ * or `input`.
  */
 export function sessionLabel(request: unknown, userAgent: string | null): SessionLabel {
   const body = isRecord(request) ? request : {}
@@ -39,9 +40,21 @@ function userText(content: unknown): string {
   if (!Array.isArray(content)) return ''
   return content
     .flatMap((part) => (isRecord(part) && typeof part.text === 'string' ? [part.text.trim()] : []))
-    .filter((text) => text !== '' && !text.startsWith('<system-reminder>'))
+    .filter((text) => text !== '' && !AGENT_CONTEXT.some((opening) => text.startsWith(opening)))
     .join(' ')
 }
+
+/**
+ * How an agent's own context opens where it stands as a user message or part: Claude Code's and
+ * Qwen Code's reminders, Codex's environment and AGENTS.md (its first user messages, before the
+ * task), none of them the words a person recognises a session by.
+ */
+const AGENT_CONTEXT = [
+  '<system-reminder>',
+  '<environment_context>',
+  '<user_instructions>',
+  '# AGENTS.md instructions for ',
+]
 
 function shorten(text: string): string {
   const flat = text.replace(/\s+/g, ' ')

@@ -39,13 +39,13 @@ export function toUpstreamError(error: unknown, context: UpstreamErrorContext): 
     case 'UND_ERR_HEADERS_TIMEOUT':
       return new LembasError(
         'upstream_timeout',
-        `upstream did not answer within ${seconds(context.timeoutMs)}`,
+        `upstream did not answer within ${seconds(context.timeoutMs)} (--upstream-timeout-ms)`,
         { cause: error },
       )
     case 'UND_ERR_BODY_TIMEOUT':
       return new LembasError(
         'upstream_timeout',
-        `upstream sent nothing for ${seconds(context.timeoutMs)} in the middle of its answer`,
+        `upstream sent nothing for ${seconds(context.timeoutMs)} in the middle of its answer (--upstream-timeout-ms)`,
         { cause: error },
       )
     case 'UND_ERR_CONNECT_TIMEOUT':

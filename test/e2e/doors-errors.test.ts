@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { createLogger } from '../../src/log.js'
 import { createStore, type Store } from '../../src/store/index.js'
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
 import { startProxy, type TestProxy } from '../helpers/proxy.js'
@@ -96,10 +97,12 @@ describe('bad requests on every door', () => {
 
   test("a path below /v1/messages (count_tokens) answers the proxy's own errors in Anthropic's shape", async () => {
     // Nothing listens upstream: a 502; with --auth and no secret: a 401. Both as Claude Code reads them.
+    const lines: string[] = []
     const secured = await startProxy({
       upstreamUrl: 'http://127.0.0.1:9/v1',
       store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
       authSecret: 's3cret',
+      log: createLogger('info', (line) => void lines.push(line)),
     })
     try {
       const post = (headers: Record<string, string>) =>
@@ -108,9 +111,23 @@ describe('bad requests on every door', () => {
           headers: { 'content-type': 'application/json', 'x-api-key': 'k', ...headers },
           body: '{}',
         })
-      const refused = await post({})
+      const refused = await post({ 'user-agent': 'claude-cli/2.1.332 (external, cli)' })
       assert.equal(refused.status, 401)
       assert.equal(((await refused.json()) as any).error.type, 'authentication_error')
+      // The refusal is in the log, once a minute per reason and client, the secret never.
+      await post({ 'user-agent': 'claude-cli/2.1.332 (external, cli)' })
+      await post({ 'user-agent': 'claude-cli/2.1.332', 'x-lembas-auth': 'guess-CANARY' })
+      const refusals = lines
+        .filter((line) => line.includes('"auth-refused"'))
+        .map((l) => JSON.parse(l))
+      assert.deepEqual(
+        refusals.map((r) => [r.reason, r.agent, r.path]),
+        [
+          ['missing', 'claude-cli/2.1.332', '/v1/messages/count_tokens'],
+          ['wrong', 'claude-cli/2.1.332', '/v1/messages/count_tokens'],
+        ],
+      )
+      assert.ok(!lines.some((line) => line.includes('CANARY')))
       const unreachable = await post({ 'x-lembas-auth': 's3cret' })
       assert.equal(unreachable.status, 502)
       const body = (await unreachable.json()) as any

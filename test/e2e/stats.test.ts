@@ -243,6 +243,15 @@ describe('stats and metrics', () => {
     )
     const json = await run(process.execPath, [...cli, '--json'], { env })
     assert.equal((JSON.parse(json.stdout) as StatsSnapshot).totals.requests, 7)
+    // The base URL the agents are given (…/v1) names the proxy too.
+    const v1 = ['--import', 'tsx', 'src/cli.ts', 'stats', '--json', '--url', proxy.url + '/v1/']
+    assert.equal(JSON.parse((await run(process.execPath, v1, { env })).stdout).totals.requests, 7)
+    // Without the secret: the 401, and what to pass.
+    const refused = await run(process.execPath, cli, { env: { ...process.env } }).catch((e) => e)
+    assert.match(
+      refused.stderr,
+      /answered 401: the proxy runs with --auth; pass its secret with --auth or \$LEMBAS_AUTH/,
+    )
     // Nothing listening: the cause, not fetch's own "fetch failed", and exit 2.
     const closed = createServer().listen(0, '127.0.0.1')
     await once(closed, 'listening')

@@ -44,7 +44,7 @@ describe("the agents' failed runs and reads (the real CLIs)", () => {
       writeFileSync(join(project, 'util.ts'), UTIL)
       const workspace = mode === 'workspace' ? await createWorkspace([project]) : undefined
       const all = samples(project)
-      assert.equal(all.length, 12)
+      assert.equal(all.length, 19)
       for (const { agent, call, result } of all) {
         const classified = classifyCall(defaultProfile, call.name, call.arguments, none)
         const facts = await resultFacts(classified, result, defaultProfile, workspace, views)

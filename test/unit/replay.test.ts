@@ -214,6 +214,24 @@ describe('replay input', () => {
     )
   })
 
+  test('files with no session are an error, not a table of zeros', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'lembas-replay-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    writeFileSync(join(dir, 'bad.jsonl'), 'not json\n')
+    await assert.rejects(
+      runReplay([join(dir, 'bad.jsonl')]),
+      (error: unknown) =>
+        error instanceof LembasError &&
+        /no session in .*bad\.jsonl \(1 line\(s\) skipped; .*bad\.jsonl:1: /.test(error.message),
+    )
+    writeFileSync(join(dir, 'empty.jsonl'), '')
+    await assert.rejects(
+      runReplay([join(dir, 'empty.jsonl')]),
+      (error: unknown) =>
+        error instanceof LembasError && /the files hold no request/.test(error.message),
+    )
+  })
+
   test('bad flags name themselves', () => {
     const bad = (args: string[], pattern: RegExp) =>
       assert.throws(

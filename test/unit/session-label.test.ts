@@ -36,5 +36,22 @@ test("a session's label: agent, model and first words, on every wire format", ()
     null,
   )
   assert.deepEqual(codex, { model: 'gpt-5-codex', title: 'x'.repeat(59) + '…' })
+  // Codex 0.171: its AGENTS.md and its environment come as the user's before the task.
+  const context = (text: string) => ({
+    type: 'message',
+    role: 'user',
+    content: [{ type: 'input_text', text }],
+  })
+  const codexContext = sessionLabel(
+    {
+      input: [
+        context('# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nBe terse.\n</INSTRUCTIONS>'),
+        context('<environment_context>\n  <cwd>/w</cwd>\n</environment_context>'),
+        context('Add a test for parse()'),
+      ],
+    },
+    'codex_exec/0.171.0 (Debian; x86_64)',
+  )
+  assert.equal(codexContext.title, 'Add a test for parse()')
   assert.deepEqual(sessionLabel({ messages: [{ role: 'user', content: '' }] }, ''), {})
 })

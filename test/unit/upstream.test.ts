@@ -270,7 +270,10 @@ describe('createUpstream', () => {
       upstream.send({ method: 'POST', path: '/c', headers: {}, body: '{}' }),
       (error: unknown) => {
         assert.ok(isKind('upstream_timeout')(error))
-        assert.equal((error as LembasError).message, 'upstream did not answer within 0.3 s')
+        assert.equal(
+          (error as LembasError).message,
+          'upstream did not answer within 0.3 s (--upstream-timeout-ms)',
+        )
         assert.equal((error as LembasError).status, 504)
         return true
       },
@@ -489,11 +492,15 @@ describe('toUpstreamError', () => {
         'upstream_unreachable',
         'upstream http://10.0.0.1:8000/v1 did not accept the connection within 10 s (UND_ERR_CONNECT_TIMEOUT)',
       ],
-      ['UND_ERR_HEADERS_TIMEOUT', 'upstream_timeout', 'upstream did not answer within 600 s'],
+      [
+        'UND_ERR_HEADERS_TIMEOUT',
+        'upstream_timeout',
+        'upstream did not answer within 600 s (--upstream-timeout-ms)',
+      ],
       [
         'UND_ERR_BODY_TIMEOUT',
         'upstream_timeout',
-        'upstream sent nothing for 600 s in the middle of its answer',
+        'upstream sent nothing for 600 s in the middle of its answer (--upstream-timeout-ms)',
       ],
       [
         'HPE_INVALID_CONSTANT',

@@ -140,6 +140,11 @@ export const clineV4 = defineProfile({
     { kind: 'search', names: ['search_codebase'] },
     { kind: 'shell', names: ['run_commands'], commands: ['commands'], json: ENTRIES },
   ],
+  // A command's output is cut in its middle like any long result string (below): its head, the
+  // notice and its tail are no file's lines.
+  shellEnvelopes: [
+    { any: /\n\n\.\.\.\[truncated \d+ chars(?: to fit provider request budget)?\]\.\.\.\n\n/ },
+  ],
   envelopes: [
     // message-builder.ts cuts the middle of every long result string at request build. First: a
     // window's footer may end the tail it keeps. The tail is shown too: the read is never a stub.

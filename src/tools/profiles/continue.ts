@@ -51,6 +51,8 @@ export const continueDev = defineProfile({
     // The `cn` CLI's Bash: what the command wrote to stderr after its output, and an output cut
     // at its start (truncateOutputFromStart): neither is a file's lines.
     { any: /\nStderr: / },
+    // A command that stopped printing for its `timeout` (1.5.47): what came, then this notice.
+    { any: /(?:^|\n)\[Command timed out after \d+ seconds? of no output\]$/ },
     { any: /^\(previous (?:\d+ lines truncated|\d+ characters truncated|output truncated: )/ },
   ],
   success: [
@@ -78,6 +80,9 @@ export const continueDev = defineProfile({
     /^(?:edit at index \d+: )?(?:string (?:old|new)_string is required|old_string and new_string must be different|replace_all must be a valid boolean)/,
     /^You must use the \w+ tool to read [^\n]* before editing it\.$/,
     /^file_path is required$/,
+    // A file the CLI keeps from the model (config.json, .env, private/…), refused before the tool
+    // runs, without the `Error executing tool` before it (1.5.47).
+    /^Reading or Editing [^\n]* is not allowed because it is a security concern\./,
   ],
   compaction: [
     { role: 'system', pattern: /Previous conversation summary:\n\n/ },
