@@ -317,7 +317,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   let parsed
   try {
     parsed = parseArgs({
-      args: [...argv],
+      args: withNegativeValues(argv),
       options: {
         ...Object.fromEntries(
           Object.keys(FLAGS).map((name) => [
@@ -431,7 +431,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     }
     const problems = result.error.issues.map((issue) => {
       const field = String(issue.path[0] ?? '')
-      return `--${flagOf[field] ?? field}: ${issue.message}`
+      return `--${flagOf[field] ?? field}: ${plainer(issue.message)}`
     })
     throw new LembasError('config_invalid', problems.join('\n'))
   }
@@ -442,6 +442,31 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       '--elide-inputs: works with --elide (LEMBAS_ELIDE=true), which is off; give both',
     )
   return { kind: 'run', config: result.data }
+}
+
+/**
+ * `--max-body-mb -1` as `--max-body-mb=-1`: node's parser takes a value that starts with a dash
+ * for another flag ("argument is ambiguous"), where the value's own check says what is wrong.
+ */
+function withNegativeValues(argv: readonly string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    const name = arg.startsWith('--') ? arg.slice(2) : ''
+    const next = argv[i + 1]
+    if (name in FLAGS && !BOOLEAN_FLAGS.has(name) && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`)
+      i++
+    } else out.push(arg)
+  }
+  return out
+}
+
+/** zod's words for a value that is not a number or not an http(s) URL, in the user's terms. */
+function plainer(message: string): string {
+  if (/expected number, received NaN/.test(message)) return 'expected a number'
+  if (message === 'Invalid URL') return 'expected an http:// or https:// URL'
+  return message
 }
 
 export function helpText(version: string): string {

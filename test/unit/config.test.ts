@@ -87,8 +87,13 @@ describe('command line', () => {
     )
   })
   test('a bad value names its flag; an unknown flag is refused', () => {
-    assert.throws(() => parseCommandLine(['--port', 'x'], {}), /--port/)
-    assert.throws(() => parseCommandLine(['--upstream', 'ftp://x'], {}), /--upstream/)
+    assert.throws(() => parseCommandLine(['--port', 'x'], {}), /: --port: expected a number$/)
+    assert.throws(
+      () => parseCommandLine(['--upstream', 'ftp://x'], {}),
+      /: --upstream: expected an http:\/\/ or https:\/\/ URL$/,
+    )
+    // A negative value is the flag's, checked as such (node's parser took it for a flag).
+    assert.throws(() => parseCommandLine(['--max-body-mb', '-1'], {}), /: --max-body-mb: Too small/)
     assert.throws(() => parseCommandLine(['--bogus'], {}), /bogus/)
   })
 })
