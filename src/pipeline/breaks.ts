@@ -45,7 +45,7 @@ function withoutMarkers(key: string, value: unknown): unknown {
 }
 
 /** The first cached field whose digest differs from the previous request's. */
-function changedField(
+export function changedField(
   before: Record<string, string>,
   now: Record<string, string>,
 ): string | undefined {

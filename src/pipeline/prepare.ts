@@ -173,7 +173,7 @@ async function prepareWhole(
   const elements = span && elementsOf(bytes, span.arrayStart + 1, span.ends)
   const digests = elements && (await itemDigests(bytes, elements, shaped.upstream, items.length))
   const previous =
-    scope !== undefined && digests ? closestState(earlier, scope, digests.client) : undefined
+    scope !== undefined && digests ? closestState(earlier, scope, digests.client, fixed) : undefined
   const sentBytes = piecesBytes(shaped.items)
   const broken =
     previous && digests
@@ -251,6 +251,11 @@ async function spliced(
     ? explicitScope({ ...identity, explicit: identity.explicit })
     : undefined
   if (scope !== undefined ? scope !== state.scope : state.explicit) return undefined
+  // A state that holds no item is bytes before the array alone: with other tools or another
+  // system, the request is another conversation's (a subagent's first) as often as a change,
+  // and the full path tells them apart (before anything is rendered or written).
+  const fixed = same ? state.fixed : fixedDigests(request)
+  if (state.itemCount === 0 && fieldBreak(state, fixed)) return undefined
   const view = door.toView(items)
   if (view.messages.some((message) => isMarker(message, deps.profile))) return undefined
   // Tool results that answer calls made before the remembered end must know those calls.
@@ -277,7 +282,6 @@ async function spliced(
     deps,
   )
   if (!shaped) return undefined // a batch of elided results is due: the full path decides it
-  const fixed = same ? state.fixed : fixedDigests(request)
   if (shaped.remember) {
     const { covered, ...next } = shaped.remember
     const end = endOf(tail.ends, items.length - covered, items.length, lastEnd)

@@ -3,7 +3,7 @@ import type { Live } from './elide.js'
 import type { KeptItems } from './kept.js'
 import type { HistoryState } from './rebuild.js'
 import { Lru } from '../lru.js'
-import { firstDifferent } from './breaks.js'
+import { changedField, firstDifferent } from './breaks.js'
 import { runningDigest, type RunningDigest } from './prefix-digest.js'
 import { skipSpace } from '../wire/json-scan.js'
 
@@ -214,10 +214,16 @@ export class SpliceCache {
 /** Conversations remembered under one key: a session and the subagents it runs at once. */
 const STATES_PER_KEY = 8
 
-/** Whether `next` goes on from `old`: the same session, its items beginning with old's. */
+/**
+ * Whether `next` goes on from `old`: the same session, its items beginning with old's. A state
+ * that holds no item yet (a conversation's first request on /v1/messages keeps its last two
+ * back) is gone on from only with the same tools and system: a subagent's first request, with
+ * tools of its own, is another conversation.
+ */
 function continues(next: SpliceState, old: SpliceState): boolean {
   if (old.scope !== next.scope) return false
   const [before, after] = [old.digests.client, next.digests.client]
+  if (before.length === 0 && changedField(old.fixed, next.fixed) !== undefined) return false
   return before.length <= after.length && firstDifferent(before, after) === undefined
 }
 
@@ -225,12 +231,15 @@ function continues(next: SpliceState, old: SpliceState): boolean {
  * Of the states this process remembers of a session, the one a request whose items have these
  * digests goes on from: the longest shared beginning. One with no item in the same place is
  * another conversation of the session (a subagent's); a history rewritten from its first item
- * (a system message that changed) still shares the items after it.
+ * (a system message that changed) still shares the items after it. One that shares at most its
+ * first item (the agent's system message) and has other tools or another system is another
+ * conversation too: opencode's and Kilo's subagents start with the main one's system message.
  */
 export function closestState(
   states: readonly SpliceState[],
   scope: string,
   client: readonly string[],
+  fixed: Record<string, string>,
 ): SpliceState | undefined {
   let best: SpliceState | undefined
   let bestShared = -1
@@ -239,6 +248,7 @@ export function closestState(
     const before = state.digests.client
     const shared = firstDifferent(before, client) ?? Math.min(before.length, client.length)
     if (shared === 0 && !before.some((digest, i) => digest === client[i])) continue
+    if (shared <= 1 && changedField(state.fixed, fixed) !== undefined) continue
     if (shared > bestShared) [best, bestShared] = [state, shared]
   }
   return best

@@ -286,3 +286,114 @@ test("opencode's and Kilo's subagents (x-parent-session-id) share their parent's
     await upstream.close()
   }
 })
+
+test("opencode's subagent, first request: the main one's system message and other tools, on the chat and Messages doors: no client break, the main conversation's memory kept", async () => {
+  const upstream = await startFakeUpstream((request) =>
+    request.pathname.endsWith('/messages')
+      ? { json: anthropicMessage([{ type: 'text', text: 'ok' }]) }
+      : { json: chatCompletion({ content: 'ok' }) },
+  )
+  const lines: string[] = []
+  const stats = createStats()
+  const proxy = await startProxy({
+    upstreamUrl: upstream.url,
+    store: await createStore('memory:', { idleTtlMs: DAY }),
+    stats,
+    log: createLogger('info', (line) => lines.push(line)),
+  })
+  const SYSTEM = 'You are opencode, an interactive CLI tool.'
+  const mainTools = ['bash', 'read', 'task']
+  const subTools = ['bash', 'read']
+  try {
+    for (const door of ['chat', 'messages'] as const) {
+      const headers = (id: string, parent?: string) => ({
+        'content-type': 'application/json',
+        authorization: 'Bearer k',
+        'x-session-affinity': `${door}-${id}`,
+        'x-session-id': `${door}-${id}`,
+        ...(parent ? { 'x-parent-session-id': `${door}-${parent}` } : {}),
+      })
+      /** A conversation's body after `turns` commands, with its own task and tools. */
+      const body = (task: string, tools: string[], turns: number) => {
+        const history = Array.from({ length: turns }, (_, i) =>
+          door === 'chat'
+            ? [
+                {
+                  role: 'assistant',
+                  content: null,
+                  tool_calls: [
+                    {
+                      id: `${task}-${i}`,
+                      type: 'function',
+                      function: { name: 'bash', arguments: '{}' },
+                    },
+                  ],
+                },
+                { role: 'tool', tool_call_id: `${task}-${i}`, content: `${task} output ${i}` },
+              ]
+            : [
+                {
+                  role: 'assistant',
+                  content: [{ type: 'tool_use', id: `${task}-${i}`, name: 'bash', input: {} }],
+                },
+                {
+                  role: 'user',
+                  content: [
+                    {
+                      type: 'tool_result',
+                      tool_use_id: `${task}-${i}`,
+                      content: `${task} output ${i}`,
+                    },
+                  ],
+                },
+              ],
+        ).flat()
+        return door === 'chat'
+          ? {
+              model: 'm',
+              tools: tools.map((name) => ({ type: 'function', function: { name } })),
+              messages: [
+                { role: 'system', content: SYSTEM },
+                { role: 'user', content: task },
+                ...history,
+              ],
+            }
+          : {
+              model: 'm',
+              max_tokens: 100,
+              system: [{ type: 'text', text: SYSTEM }],
+              tools: tools.map((name) => ({ name, input_schema: { type: 'object' } })),
+              messages: [{ role: 'user', content: task }, ...history],
+            }
+      }
+      const path = door === 'chat' ? '/v1/chat/completions' : '/v1/messages'
+      const send = async (session: Record<string, string>, payload: object) => {
+        const response = await fetch(proxy.url + path, {
+          method: 'POST',
+          headers: session,
+          body: JSON.stringify(payload),
+        })
+        assert.equal(response.status, 200, await response.text())
+      }
+      const main = headers('main')
+      const child = headers('child', 'main')
+      // The model's first action is a task: the subagent's first request right after the main's.
+      await send(main, body('Fix the bug.', mainTools, 0))
+      await send(child, body('Explore the repo.', subTools, 0))
+      await send(child, body('Explore the repo.', subTools, 1))
+      for (const turns of [1, 2, 3]) await send(main, body('Fix the bug.', mainTools, turns))
+      assert.equal(stats.snapshot().totals.clientBreaks, 0, `${door}: no break of the client's`)
+    }
+    const spliced = lines
+      .map((line) => JSON.parse(line))
+      .filter((e) => e.event === 'request')
+      .map((e) => e.spliced)
+    // Per door: main, subagent, subagent, main ×3. The main conversation goes on from its own
+    // memory (its second request on the Messages door parses its few items again).
+    assert.deepEqual(spliced.slice(0, 6).slice(3), [1, 1, 1], `chat: ${spliced}`)
+    assert.deepEqual(spliced.slice(6).slice(4), [1, 1], `messages: ${spliced}`)
+  } finally {
+    await proxy.close()
+    await upstream.close()
+  }
+})

@@ -10,7 +10,12 @@ import {
   type SpliceState,
 } from '../../src/pipeline/splice.js'
 
-function state(scope: string, hashes: number, client: string[] = []): SpliceState {
+function state(
+  scope: string,
+  hashes: number,
+  client: string[] = [],
+  fixed: Record<string, string> = { tools: 'main tools' },
+): SpliceState {
   const table = new DedupeTable()
   const lineHashes = hashLines(Array.from({ length: hashes }, (_, i) => `line ${i}`))
   table.add({ kind: 'read', id: '#0001', absPath: '/a', start: 1, end: hashes, lineHashes })
@@ -19,6 +24,7 @@ function state(scope: string, hashes: number, client: string[] = []): SpliceStat
     prefix: { length: 13, digest: Buffer.alloc(32), opens: true },
     kept: { pieces: [Buffer.from('{}')], bytes: 2, weight: 66 },
     digests: { client, upstream: client },
+    fixed,
     history: { table },
   } as unknown as SpliceState
 }
@@ -75,15 +81,34 @@ test('one session keeps each of its conversations; a request that goes on from o
   assert.equal(cache.states('k').length, 3, 'another session never replaces it')
 })
 
+const tools = { tools: 'main tools' }
+
 test("a request's previous state is its own conversation's, never another's", () => {
   const main = state('s', 1, ['sys', 'task', 'r1', 'call'])
   const subagent = state('s', 1, ['sub', 'find', 'r2'])
   const states = [subagent, main]
-  assert.equal(closestState(states, 's', ['sys', 'task', 'r1', 'call', 'r3']), main)
-  assert.equal(closestState(states, 's', ['sub', 'find', 'r2', 'x']), subagent)
+  assert.equal(closestState(states, 's', ['sys', 'task', 'r1', 'call', 'r3'], tools), main)
+  assert.equal(closestState(states, 's', ['sub', 'find', 'r2', 'x'], tools), subagent)
   // A new subagent shares nothing with either: it breaks no cache.
-  assert.equal(closestState(states, 's', ['sub2', 'other', 'r9']), undefined)
+  assert.equal(closestState(states, 's', ['sub2', 'other', 'r9'], tools), undefined)
   // A system message that changed (item 0) is still the main conversation, broken from item 0.
-  assert.equal(closestState(states, 's', ['sys at 10:02', 'task', 'r1', 'call', 'r3']), main)
-  assert.equal(closestState(states, 't', ['sys', 'task']), undefined, 'its own session only')
+  assert.equal(closestState(states, 's', ['sys at 10:02', 'task', 'r1', 'call', 'r3'], tools), main)
+  assert.equal(closestState(states, 't', ['sys', 'task'], tools), undefined, 'its own session only')
+  // opencode's subagent: the main one's system message, then a task of its own, other tools.
+  assert.equal(closestState(states, 's', ['sys', 'explore'], { tools: 'task tools' }), undefined)
+  // The same tools: the main conversation, its first message written again (a break).
+  assert.equal(closestState(states, 's', ['sys', 'explore'], tools), main)
+})
+
+test('a state that holds no item yet is gone on from only with the same tools and system', () => {
+  const cache = new SpliceCache(1_000_000)
+  // /v1/messages keeps a conversation's last two messages back: its first request holds none.
+  const main = state('s', 1, [])
+  cache.remember('k', main)
+  const subagent = state('s', 1, [], { tools: 'task tools' })
+  cache.remember('k', subagent)
+  assert.deepEqual(cache.states('k'), [subagent, main], "the subagent's first keeps the main one")
+  const mainLater = state('s', 1, ['task', 'answer'])
+  cache.remember('k', mainLater)
+  assert.deepEqual(cache.states('k'), [mainLater, subagent], 'the main one goes on from itself')
 })
