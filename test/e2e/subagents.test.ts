@@ -55,6 +55,23 @@ class Conversation {
   }
 }
 
+/** A proxy on a memory store in front of `upstreamUrl`, its stats and its log lines kept. */
+async function loggedProxy(
+  upstreamUrl: string,
+  options: { elide?: ElideSettings; spliceChars?: number } = {},
+) {
+  const lines: string[] = []
+  const stats = createStats()
+  const proxy = await startProxy({
+    upstreamUrl,
+    store: await createStore('memory:', { idleTtlMs: DAY }),
+    stats,
+    log: createLogger('info', (line) => lines.push(line)),
+    ...options,
+  })
+  return { proxy, stats, lines }
+}
+
 /** What a session of a main conversation and two subagents sent upstream, and how. */
 interface Run {
   /** Each conversation's upstream `messages`, request by request. */
@@ -77,15 +94,7 @@ async function runSession(
   const upstream = await startFakeUpstream(() => ({
     json: anthropicMessage([{ type: 'text', text: 'ok' }]),
   }))
-  const lines: string[] = []
-  const stats = createStats()
-  const proxy = await startProxy({
-    upstreamUrl: upstream.url,
-    store: await createStore('memory:', { idleTtlMs: DAY }),
-    stats,
-    log: createLogger('info', (line) => lines.push(line)),
-    ...options,
-  })
+  const { proxy, stats, lines } = await loggedProxy(upstream.url, options)
   try {
     const main = new Conversation('You are Claude Code.', 'Look into the repo.')
     const subagents = [
@@ -293,14 +302,7 @@ test("opencode's subagent, first request: the main one's system message and othe
       ? { json: anthropicMessage([{ type: 'text', text: 'ok' }]) }
       : { json: chatCompletion({ content: 'ok' }) },
   )
-  const lines: string[] = []
-  const stats = createStats()
-  const proxy = await startProxy({
-    upstreamUrl: upstream.url,
-    store: await createStore('memory:', { idleTtlMs: DAY }),
-    stats,
-    log: createLogger('info', (line) => lines.push(line)),
-  })
+  const { proxy, stats, lines } = await loggedProxy(upstream.url)
   const SYSTEM = 'You are opencode, an interactive CLI tool.'
   const mainTools = ['bash', 'read', 'task']
   const subTools = ['bash', 'read']
