@@ -168,16 +168,15 @@ async function readFacts(
   })
   // The tool's own view of the file, not its lines (a notebook's cells): no bracket, no stub.
   if (shown.kind === 'other') return { call: { kind: 'other' } }
+  const where = located(classified)
   if (shown.kind === 'list') {
-    return {
-      call: { kind: 'listing', group: 'list', name: 'read', args: { path: located(classified) } },
-    }
+    return { call: { kind: 'listing', group: 'list', name: 'read', args: { path: where } } }
   }
   // Numbered, but not lines it can place: a tool's own read has changed its numbering.
   if (shown.garbled) return unrecognised(classified, 'lines numbered in one run')
-  const snapshot = await workspace?.read(located(classified))
+  const snapshot = await workspace?.read(where)
   // Nothing is there: whatever the agent printed, it is no file's lines (a tool's own error).
-  if (!snapshot && (await workspace?.missing?.(located(classified))))
+  if (!snapshot && (await workspace?.missing?.(where)))
     return { call: { kind: 'other' } }
   const fileLines = snapshot ? linesOf(snapshot.content) : undefined
   // Where the lines start, as the call or the lines say; a tail's, from the file's length.
@@ -214,7 +213,7 @@ async function readFacts(
   // file that no longer shows its lines is placed nowhere.
   if (shown.lines.length === 0 && shown.total !== 0) return { call: { kind: 'other' } }
   if (placed === undefined) return { call: { kind: 'other' } }
-  const absPath = snapshot?.absPath ?? blindAbsPath(located(classified))
+  const absPath = snapshot?.absPath ?? blindAbsPath(where)
   // Blind, the result shows the whole file when it says so, or when the call asked for no
   // range and got fewer lines than an agent's window (2000): nothing was cut.
   const whole =

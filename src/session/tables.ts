@@ -2,6 +2,7 @@ import { renderCompactionTable, type ContextRules, type TableRead } from '../con
 import { shortHash } from './identity.js'
 import type { Store } from '../store/store.js'
 import { contentText, withTextAfter, type ChatMessage } from '../wire/chat.js'
+import { isReminderOnly } from '../wire/reminders.js'
 import { keys, parseRecord, type ToolRecord } from './records.js'
 
 /** The table added after a summary, fixed when the summary is first seen. */
@@ -24,14 +25,12 @@ function legacySummaryKey(message: ChatMessage): string | undefined {
   return whole === summaryText(message) ? undefined : shortHash(message.role + '\u0000' + whole)
 }
 
-const REMINDER_PART = /^\s*<system-reminder>[\s\S]*<\/system-reminder>\s*$/
-
 function summaryText(message: ChatMessage): string {
   const content = message.content
   if (!Array.isArray(content)) return contentText(content)
   const own = content.filter(
     (part) =>
-      part.type === 'text' && typeof part.text === 'string' && !REMINDER_PART.test(part.text),
+      part.type === 'text' && typeof part.text === 'string' && !isReminderOnly(part.text),
   )
   return own.length === 0 ? contentText(content) : contentText(own)
 }

@@ -1,4 +1,5 @@
 import { isRecord } from '../wire/chat.js'
+import { REMINDER } from '../wire/reminders.js'
 
 /** What a person recognises a session by: its agent, model and first words. */
 export interface SessionLabel {
@@ -50,7 +51,7 @@ function userText(content: unknown): string {
  * task), none of them the words a person recognises a session by.
  */
 const AGENT_CONTEXT = [
-  '<system-reminder>',
+  REMINDER.open,
   '<environment_context>',
   '<user_instructions>',
   '# AGENTS.md instructions for ',

@@ -47,22 +47,13 @@ export async function createWorkspace(
       } catch {
         return undefined
       }
-      if (
-        !realRoots.some(
-          (root) => real === root || real.startsWith(root.endsWith(sep) ? root : root + sep),
-        )
-      ) {
-        return undefined
-      }
-      return readRegularFile(real, maxFileBytes)
+      return within(realRoots, real) ? readRegularFile(real, maxFileBytes) : undefined
     },
     async missing(path) {
       const first = realRoots[0]
       if (first === undefined || path.includes('\0')) return false
       const candidate = isAbsolute(path) ? resolve(path) : resolve(first, path)
-      const inside = (real: string) =>
-        realRoots.some((root) => real.startsWith(root.endsWith(sep) ? root : root + sep))
-      if (!inside(candidate)) return false
+      if (!within(realRoots, candidate)) return false
       // Its folder as it really is: a link out of the roots is never looked through.
       let folder: string
       try {
@@ -70,7 +61,7 @@ export async function createWorkspace(
       } catch (error) {
         return gone(error)
       }
-      if (!inside(folder + sep)) return false
+      if (!within(realRoots, folder)) return false
       try {
         await lstat(join(folder, basename(candidate)))
         return false
@@ -79,6 +70,13 @@ export async function createWorkspace(
       }
     },
   }
+}
+
+/** Whether a resolved path is a root or lies under one. */
+function within(roots: readonly string[], path: string): boolean {
+  return roots.some(
+    (root) => path === root || path.startsWith(root.endsWith(sep) ? root : root + sep),
+  )
 }
 
 /** The error of a path where nothing is (or a file stands where a folder should). */

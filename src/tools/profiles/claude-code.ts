@@ -1,3 +1,4 @@
+import { REMINDER } from '../../wire/reminders.js'
 import { defineProfile } from '../define-profile.js'
 
 /**
@@ -35,7 +36,7 @@ export const claudeCode = defineProfile({
   ],
   // The CLI appends reminders after any tool's output on most models (tokens left, todo nudges,
   // a file's changes): volatile, so compared without, and kept after the rendering.
-  trailers: [{ open: '<system-reminder>', close: '</system-reminder>' }],
+  trailers: [REMINDER],
   envelopes: [
     // FileReadTool on a notebook (.ipynb, 2.1.332): its cells as `<cell id="…">` blocks (outputs
     // after them, images as parts of their own), never the file's lines: shown as it came.
