@@ -176,8 +176,7 @@ async function readFacts(
   if (shown.garbled) return unrecognised(classified, 'lines numbered in one run')
   const snapshot = await workspace?.read(where)
   // Nothing is there: whatever the agent printed, it is no file's lines (a tool's own error).
-  if (!snapshot && (await workspace?.missing?.(where)))
-    return { call: { kind: 'other' } }
+  if (!snapshot && (await workspace?.missing?.(where))) return { call: { kind: 'other' } }
   const fileLines = snapshot ? linesOf(snapshot.content) : undefined
   // Where the lines start, as the call or the lines say; a tail's, from the file's length.
   const placed = shown.start ?? placedStart(classified, shown.lines.length)

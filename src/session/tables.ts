@@ -29,8 +29,7 @@ function summaryText(message: ChatMessage): string {
   const content = message.content
   if (!Array.isArray(content)) return contentText(content)
   const own = content.filter(
-    (part) =>
-      part.type === 'text' && typeof part.text === 'string' && !isReminderOnly(part.text),
+    (part) => part.type === 'text' && typeof part.text === 'string' && !isReminderOnly(part.text),
   )
   return own.length === 0 ? contentText(content) : contentText(own)
 }
