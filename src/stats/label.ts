@@ -48,10 +48,12 @@ function userText(content: unknown): string {
 /**
  * How an agent's own context opens where it stands as a user message or part: Claude Code's and
  * Qwen Code's reminders, Codex's environment and AGENTS.md (its first user messages, before the
- * task), none of them the words a person recognises a session by.
+ * task), Kilo's and Cline's workspace details (a part after the task), none of them the words a
+ * person recognises a session by.
  */
 const AGENT_CONTEXT = [
   REMINDER.open,
+  '<environment_details>',
   '<environment_context>',
   '<user_instructions>',
   '# AGENTS.md instructions for ',

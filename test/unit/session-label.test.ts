@@ -53,5 +53,24 @@ test("a session's label: agent, model and first words, on every wire format", ()
     'codex_exec/0.171.0 (Debian; x86_64)',
   )
   assert.equal(codexContext.title, 'Add a test for parse()')
+  // Kilo, Cline: the task, then the workspace's details in a part of their own.
+  const kilo = sessionLabel(
+    {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: '"Summarise src/big.ts."' },
+            {
+              type: 'text',
+              text: '\n\n<environment_details>\nCurrent time: now\n</environment_details>',
+            },
+          ],
+        },
+      ],
+    },
+    null,
+  )
+  assert.equal(kilo.title, '"Summarise src/big.ts."')
   assert.deepEqual(sessionLabel({ messages: [{ role: 'user', content: '' }] }, ''), {})
 })
