@@ -66,10 +66,11 @@ export interface FreshInput {
   /** File contents read in the request's one batched read, by SHA-256 (see editBases). */
   readonly bases?: ReadonlyMap<string, string | undefined> | undefined
   /**
-   * Writes the session's head (its last tool message) for a later compaction: started with the
-   * renderings' write, so that a store committing a turn's writes together takes both at once.
+   * Writes that go with the renderings' (the session's head for a later compaction, the new
+   * results' owner in the tenant's index): started with them, so that a store committing a
+   * turn's writes together takes them all at once.
    */
-  readonly writeHead?: ((scope: string) => Promise<void>) | undefined
+  readonly alongside?: ((scope: string) => Promise<unknown>) | undefined
 }
 
 /** What renderings saved in one request (see HistoryStats). */
@@ -105,7 +106,7 @@ export async function renderFresh(
     scope,
     claims,
     (ids) => renderAll(input, deps, scope, rewrites, ids),
-    input.writeHead && (() => input.writeHead!(scope)),
+    input.alongside && (() => input.alongside!(scope)),
   )
   return finish(rendered, winners, savings)
 }

@@ -20,9 +20,9 @@ export async function claimAndWrite<R extends WithEntries>(
   scope: string,
   claims: readonly string[],
   render: (ids: readonly number[]) => Promise<R>,
-  alongside?: () => Promise<void>,
+  alongside?: () => Promise<unknown>,
 ): Promise<{ rendered: R; winners: string[] }> {
-  let along: Promise<void> | undefined
+  let along: Promise<unknown> | undefined
   const withAlong = <T>(write: Promise<T>): Promise<T> => {
     along ??= alongside?.() ?? Promise.resolve()
     return Promise.all([write, along]).then(([out]) => out)

@@ -9,6 +9,7 @@ import {
   firstHeader,
   identify,
   tenantOf,
+  type Identity,
   type SessionSources,
 } from '../session/identity.js'
 import { arraySpan, arrayTail } from '../wire/json-scan.js'
@@ -191,11 +192,19 @@ async function prepareWhole(
         fixed,
         rest,
         explicit: identity.explicit !== undefined,
+        ...forkName(identity, shaped.session.scope),
         arrayStart: span.arrayStart,
         prefix: prefixOf(bytes, end, prefixHash(bytes.subarray(0, end))),
       })
   }
   return finish(door, request, items.length, shaped, 0, deps, broken, rest?.value)
+}
+
+/** A fork's state remembers the scope its own session id names, which it goes on under another. */
+function forkName(identity: Identity, scope: string | undefined): { named?: string } {
+  if (identity.explicit === undefined) return {}
+  const named = explicitScope({ ...identity, explicit: identity.explicit })
+  return named === scope ? {} : { named }
 }
 
 /**
@@ -250,7 +259,8 @@ async function spliced(
   const scope = identity.explicit
     ? explicitScope({ ...identity, explicit: identity.explicit })
     : undefined
-  if (scope !== undefined ? scope !== state.scope : state.explicit) return undefined
+  if (scope !== undefined ? scope !== (state.named ?? state.scope) : state.explicit)
+    return undefined
   // A state that holds no item is bytes before the array alone: with other tools or another
   // system, the request is another conversation's (a subagent's first) as often as a change,
   // and the full path tells them apart (before anything is rendered or written).

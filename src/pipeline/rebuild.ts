@@ -1,6 +1,12 @@
 import { DedupeTable, type ContextRules } from '../context/index.js'
 import { toolMessageKeyPaced } from '../session/fingerprints.js'
-import { claimOwnership, listSession, type Continuity, type SessionRef } from '../session/find.js'
+import {
+  claimOwnership,
+  listSession,
+  ownNewest,
+  type Continuity,
+  type SessionRef,
+} from '../session/find.js'
 import { keys, parseRecord, type ToolRecord } from '../session/records.js'
 import { compactionTables, recordHead, summaryKey, withTable } from '../session/tables.js'
 import type { Store } from '../store/store.js'
@@ -204,11 +210,18 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
         known: records.tools,
         callIds: records.callIds,
         bases: new Map(bases.map((sha, i) => [sha, baseValues[i]])),
-        // A summary's table is built from the head before this request: then it waits.
-        writeHead:
-          input.continuity.summaries.length === 0
-            ? (scope) => writeHead(scope, tools, input.continuity.now, deps)
-            : undefined,
+        alongside: (scope) =>
+          Promise.all([
+            // A summary's table is built from the head before this request: then it waits.
+            input.continuity.summaries.length === 0 &&
+              writeHead(scope, tools, input.continuity.now, deps),
+            ownNewest(
+              session,
+              scope,
+              stillFresh.map((slot) => slot.key),
+              deps.store,
+            ),
+          ]),
       },
       deps,
       savings,

@@ -39,6 +39,7 @@ interface Saved {
 export interface SavedState {
   readonly scope: string
   readonly explicit: boolean
+  readonly named?: string | undefined
   readonly systemKey: string
   readonly fixed: Record<string, string>
   readonly endsWithMarker: boolean
@@ -102,6 +103,7 @@ export function saveState(state: SpliceState): SavedState {
   return {
     scope: state.scope,
     explicit: state.explicit,
+    ...(state.named !== undefined ? { named: state.named } : {}),
     systemKey: state.systemKey,
     fixed: state.fixed,
     endsWithMarker: state.endsWithMarker,

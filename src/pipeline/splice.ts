@@ -18,6 +18,8 @@ export interface SpliceState {
   readonly scope: string
   /** The session was named by the client (a header or a body field). */
   readonly explicit: boolean
+  /** The scope the client's session id names, where it goes on another session (a fork's). */
+  readonly named?: string | undefined
   /** The system prompt's fingerprint (for listing an implicit session). */
   readonly systemKey: string
   /** Digests of the fields a prompt cache keys on besides the history (see breaks.ts). */

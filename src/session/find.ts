@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { keys, parseRecord } from './records.js'
+import { keys, parseRecord, type ToolRecord } from './records.js'
 import { readHead } from './tables.js'
 import type { Store } from '../store/store.js'
 import type { Memos } from '../memo.js'
@@ -52,6 +52,60 @@ export async function findSession(
     return new SessionRef(identity, owner)
   }
   return new SessionRef(identity, await continuedSession(identity, store, continuity))
+}
+
+/**
+ * A client that forks a conversation (Claude Code's `--fork-session`, opencode's `--fork`) sends
+ * its history under a new session id. The session that owns the history's newest result, which
+ * it first saw after the same result as the history's (two results in a row: one alone, a
+ * server that names every call `call_0` and the same first command, could be any session's),
+ * goes on under the new id: the ids, renderings and recall exchanges that history carries are
+ * the ones sent before, and recall reaches every result of it. Asked only of a request this
+ * process holds no state for; a session id that holds that result itself stays its own.
+ */
+export async function followFork(
+  session: SessionRef,
+  results: readonly (string | undefined)[],
+  store: Store,
+): Promise<void> {
+  const own = session.scope
+  if (!session.identity.explicit || own === undefined) return
+  const [newest, before] = results
+    .filter((key) => key !== undefined)
+    .slice(-2)
+    .reverse()
+  if (newest === undefined || before === undefined) return
+  const { tenant } = session.identity
+  const [forked, owner] = await store.get(tenant, [keys.forkOf(own), keys.ownerOfTool(newest)])
+  if (forked !== undefined) {
+    session.scope = forked
+    return
+  }
+  if (owner === undefined || owner === own) return
+  const [[mine], [theirs]] = await Promise.all([
+    store.get(own, [keys.tool(newest)]),
+    store.get(owner, [keys.tool(newest)]),
+  ])
+  if (mine !== undefined || parseRecord<ToolRecord>(theirs)?.prev !== before) return
+  const [winner] = await store.putIfAbsent(tenant, [[keys.forkOf(own), owner]])
+  session.scope = winner
+}
+
+/**
+ * A session with an id of its own names itself the owner of the newest result it renders first
+ * in a request (an implicit session claims all of them before rendering): a fork of it carries
+ * that result as its newest, wherever it was forked between two turns. One entry a request,
+ * since the tenant's index stays as long as any of its sessions is active.
+ */
+export function ownNewest(
+  session: SessionRef,
+  scope: string,
+  results: readonly string[],
+  store: Store,
+): Promise<unknown> {
+  const newest = results.at(-1)
+  if (!session.identity.explicit || newest === undefined) return Promise.resolve()
+  return store.putIfAbsent(session.identity.tenant, [[keys.ownerOfTool(newest), scope]])
 }
 
 async function continuedSession(

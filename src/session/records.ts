@@ -19,6 +19,8 @@ export const keys = {
   /** What recall shows before result n when `--elide-inputs` elided its call's long strings. */
   input: (n: number) => 'i:' + n,
   ownerOfTool: (messageKey: string) => 'o:m:' + messageKey,
+  /** The session a client's own session id goes on: a fork's id, the session it forked. */
+  forkOf: (explicitScope: string) => 'o:f:' + explicitScope,
   ownerOfAnswer: (place: string) => 'o:h:' + place,
   ownerOfSummary: (summaryKey: string) => 'o:c:' + summaryKey,
   /** A tenant's implicit sessions with one system prompt (a latest value). */

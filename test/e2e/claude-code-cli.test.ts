@@ -687,3 +687,85 @@ describe(`${pkg.name}@${pkg.version} compacting, run for real through /v1/messag
     },
   )
 })
+
+/**
+ * `claude --resume ID --fork-session`: the fork sends the whole conversation under a session id
+ * of its own. Its first request carries every earlier result and the recall exchange the CLI
+ * never saw byte for byte as the original's last request did, and its new result's id goes on.
+ */
+describe(`${pkg.name}@${pkg.version} forking a session, run for real through /v1/messages`, () => {
+  test(
+    'the fork goes on from the session it forked: same bytes, ids go on',
+    { timeout: 3 * RUN_TIMEOUT_MS },
+    async () => {
+      const binary = agentBinary('claude')
+      const project = makeLiveProject('claude')
+      const stop = new AbortController()
+      const main: RecordedRequest[] = []
+      const fake = await startFakeUpstream((request, index) => {
+        const side = claudeSideAnswer(request)
+        if (side) return side
+        const say = (content: Block[]) => claudeAnswer(request, content, index)
+        if (!isMain(request.json)) return say([{ type: 'text', text: 'Side answer.' }])
+        main.push(request)
+        const call = (name: string, input: Record<string, unknown>): Block[] => [
+          { type: 'tool_use', id: `toolu_fork_${main.length}`, name, input },
+        ]
+        switch (main.length) {
+          case 1:
+            return say(call('Read', { file_path: project.util }))
+          case 2:
+            return say(call('Bash', { command: 'ls', description: 'list' }))
+          case 3:
+            return say(call('recall', { id: '#0001' }))
+          case 4:
+            return say([{ type: 'text', text: 'First run done.' }])
+          case 5:
+            return say(call('Bash', { command: 'echo forked', description: 'say it' }))
+          default:
+            return say([{ type: 'text', text: 'Fork done.' }])
+        }
+      })
+      const lines: string[] = []
+      const log = createLogger('info', (line) => void lines.push(line))
+      const rig = await liveProxy(project, fake, { log }, { onAnswer: stopOnFailure(stop) })
+      const claude = (...args: string[]) =>
+        runAgent(
+          binary,
+          [
+            ...args,
+            '--model',
+            'claude-sonnet-4-5',
+            '--output-format',
+            'json',
+            '--dangerously-skip-permissions',
+          ],
+          {
+            cwd: project.root,
+            env: claudeCodeEnv(project.home, rig.tap.url),
+            timeoutMs: RUN_TIMEOUT_MS,
+            stop: stop.signal,
+          },
+        )
+      try {
+        const first = await claude('-p', 'Work through the task.')
+        assert.equal(first.code, 0, describeRun(first))
+        assert.equal(main.length, 4, describeRun(first))
+        const sessionId = JSON.parse(first.stdout).session_id
+        const forked = await claude('-p', 'Go on.', '--resume', sessionId, '--fork-session')
+        assert.equal(forked.code, 0, describeRun(forked))
+        assert.notEqual(JSON.parse(forked.stdout).session_id, sessionId)
+        assert.ok(forked.stdout.includes('Fork done.'), describeRun(forked))
+        // The original's last request (the round after its recall) and the fork's first.
+        const before = main[3]!.json.messages.map(unmarked)
+        const after = main[4]!.json.messages.map(unmarked)
+        assert.match(JSON.stringify(main[3]!.json.messages.at(-1)), /\[#0003 recall #0001 /)
+        assert.deepEqual(after.slice(0, before.length), before)
+        const newest = results(main[5]!.json).map(resultText).at(-1)!
+        assert.match(newest, /^\[#0004\]\nforked/)
+      } finally {
+        await rig.close()
+      }
+    },
+  )
+})

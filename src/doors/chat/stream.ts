@@ -7,6 +7,8 @@ import { assistantMessage } from './index.js'
 import { Reasoning } from './reasoning.js'
 
 interface CallState {
+  /** The upstream's index for it. */
+  readonly at: number
   id: string
   name: string
   arguments: string
@@ -106,7 +108,12 @@ export class ChatStream implements DoorStream {
 
 /** One upstream stream's worth of state. */
 class ChatRound {
+  /** The round's calls, in the order they began. */
   readonly calls = new Map<number, CallState>()
+  /** The call each upstream index stands for now (a server may give a later call an index again). */
+  readonly #slots = new Map<number, number>()
+  /** The `role` of a chunk kept back whole (a recall call first): the next one forwarded says it. */
+  #role: unknown
   readonly reasoning = new Reasoning(true)
   text = ''
   done = false
@@ -160,36 +167,59 @@ class ChatRound {
       if (forwarded.length > 0) delta.tool_calls = forwarded
       else {
         delete delta.tool_calls
-        if (!hasContent(delta)) return undefined
+        if (!hasContent(delta)) {
+          if (delta.role !== undefined) this.#role ??= delta.role
+          return undefined
+        }
       }
+    }
+    if (this.#role !== undefined && delta) {
+      if (delta.role === undefined) {
+        choice.delta = { role: this.#role, ...delta }
+        changed = true
+      }
+      this.#role = undefined
     }
     return this.forward(raw, chunk, changed)
   }
 
   private toolCallDelta(part: unknown): Json[] {
     if (!isRecord(part) || typeof part.index !== 'number') return []
-    let state = this.calls.get(part.index)
-    if (!state) {
-      state = { id: '', name: '', arguments: '', pending: [], extra: {} }
-      this.calls.set(part.index, state)
+    // An empty id on a later delta (some vLLM builds) names nothing: the call keeps its own.
+    const id = typeof part.id === 'string' && part.id !== '' ? part.id : undefined
+    let slot = this.#slots.get(part.index)
+    let state = slot === undefined ? undefined : this.calls.get(slot)
+    // Another id at an index already taken is another call: Ollama 0.20 gives every call index
+    // 0, SGLang 0.4 its second one too; joined, a recall and the agent's call became one.
+    if (!state || (id !== undefined && state.id !== '' && id !== state.id)) {
+      slot = this.calls.size
+      state = { at: part.index, id: '', name: '', arguments: '', pending: [], extra: {} }
+      this.calls.set(slot, state)
+      this.#slots.set(part.index, slot)
     }
-    if (typeof part.id === 'string') state.id = part.id
+    if (id !== undefined) state.id = id
     for (const [key, value] of Object.entries(part))
       if (!CALL_FIELDS.has(key)) state.extra[key] = value
     const fn = isRecord(part.function) ? part.function : {}
-    if (typeof fn.name === 'string') state.name += fn.name
+    let sent: Json = part
+    // A name sent whole again on every delta (llama.cpp before May 2025) is not a longer one,
+    // and the client gets it once.
+    if (typeof fn.name === 'string' && fn.name !== '' && fn.name === state.name) {
+      const { name: _again, ...rest } = fn
+      sent = { ...part, function: rest }
+    } else if (typeof fn.name === 'string') state.name += fn.name
     if (typeof fn.arguments === 'string') state.arguments += fn.arguments
     if (state.recall === undefined && state.name !== '') {
       state.recall = this.isRecall(state.name)
       if (!state.recall) state.visibleIndex = this.nextVisible++
     }
     if (state.recall === undefined) {
-      state.pending.push(part)
+      state.pending.push(sent)
       return []
     }
     if (state.recall) return []
     const visibleIndex = state.visibleIndex
-    const out = [...state.pending, part].map((p) => ({ ...p, index: visibleIndex }))
+    const out = [...state.pending, sent].map((p) => ({ ...p, index: visibleIndex }))
     state.pending = []
     return out
   }
@@ -202,9 +232,10 @@ class ChatRound {
 
   /** Every call of the round in upstream order, as the upstream will see them again. */
   toolCalls(): ToolCall[] {
-    return [...this.calls.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([, call]) => ({
+    // By the upstream's index; calls it gave the same index in the order they came.
+    return [...this.calls.values()]
+      .sort((a, b) => a.at - b.at)
+      .map((call) => ({
         id: call.id,
         type: 'function',
         function: { name: call.name, arguments: call.arguments },
@@ -220,8 +251,10 @@ class ChatRound {
       state.recall = false
       state.visibleIndex = this.nextVisible++
       const parts = state.pending.map((p) => ({ ...p, index: state.visibleIndex }))
-      if (parts.length > 0)
-        out.push(JSON.stringify(this.template({ delta: { tool_calls: parts } })))
+      if (parts.length === 0) continue
+      const role = this.#role === undefined ? {} : { role: this.#role }
+      this.#role = undefined
+      out.push(JSON.stringify(this.template({ delta: { ...role, tool_calls: parts } })))
     }
     return out
   }
