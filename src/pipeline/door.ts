@@ -68,6 +68,8 @@ export interface UpstreamError {
   readonly type?: string | undefined
   readonly code?: string | undefined
   readonly message?: string | undefined
+  /** The HTTP status it came with: what a client of another API shape goes by. */
+  readonly status?: number | undefined
 }
 
 /** The `error` object of an upstream's body (`{error:{…}}`, Anthropic's `{type,error:{…}}`). */

@@ -271,7 +271,8 @@ export async function* streamAnswer(
         const message =
           own?.message ??
           `upstream answered ${response.status} after a recall: ${detail.slice(0, 500)}`
-        return yield failure('upstream_bad_response', message, own, response.status)
+        const status = response.status
+        return yield failure('upstream_bad_response', message, { ...own, status }, status)
       }
     }
   } catch (error) {

@@ -37,6 +37,37 @@ export function anthropicErrorBody(kind: ErrorKind, message: string, own?: strin
   return { type: 'error', error: { type, message } }
 }
 
+/** Anthropic's error types, by the HTTP status each comes with (its API's errors page). */
+const ANTHROPIC_BY_STATUS: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  503: 'overloaded_error',
+  529: 'overloaded_error',
+}
+
+/**
+ * An upstream error's type as Anthropic's: its own when it is one of them, else the one its
+ * status stands for. An Anthropic-compatible server (llama.cpp, vLLM, DeepSeek) names its errors
+ * its own way (`exceed_context_size_error`, `BadRequestError`), and inside a stream the type is
+ * all a client such as Claude Code goes by: it waits on `overloaded_error` and `rate_limit_error`.
+ */
+export function anthropicErrorType(type?: string, status?: number): string | undefined {
+  if (type !== undefined && ANTHROPIC_ERROR_TYPES.has(type)) return type
+  if (status === undefined) return undefined
+  return ANTHROPIC_BY_STATUS[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
+}
+
+const ANTHROPIC_ERROR_TYPES: ReadonlySet<string> = new Set([
+  ...Object.values(ANTHROPIC_BY_STATUS),
+  'timeout_error',
+])
+
 /** `POST /v1/messages`: the Anthropic Messages API (Claude Code). */
 export const messagesDoor: Door = {
   name: 'messages',

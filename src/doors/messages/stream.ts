@@ -1,9 +1,9 @@
 import type { ErrorKind } from '../../errors.js'
 import { parseEvent } from '../event.js'
 import { isRecord } from '../../wire/chat.js'
-import type { SseEvent } from '../../wire/sse.js'
+import { SSE_DONE, type SseEvent } from '../../wire/sse.js'
 import type { DoorStream, Json, Part, RoundEnd, UpstreamError } from '../../pipeline/door.js'
-import { anthropicErrorBody, partOf } from './index.js'
+import { anthropicErrorBody, anthropicErrorType, partOf } from './index.js'
 
 interface BlockState {
   block: Json
@@ -34,10 +34,18 @@ export class MessagesStream implements DoorStream {
   constructor(private readonly isRecall: (name: string) => boolean) {}
 
   take(event: SseEvent): { out: string[]; stop?: boolean } {
+    // Some gateways end an Anthropic stream the OpenAI way too (Azure APIM, new-api's Zhipu).
+    if (event.data.trim() === SSE_DONE) return { out: [] }
     const data = parseEvent(event.data)
-    const type = typeof data.type === 'string' ? data.type : (event.event ?? '')
+    // The event's name says it is an error even where its data does not (llama.cpp's own body).
+    const type =
+      event.event === 'error'
+        ? 'error'
+        : typeof data.type === 'string'
+          ? data.type
+          : (event.event ?? '')
     const index = typeof data.index === 'number' ? data.index : -1
-    if (type === 'error') return { out: [sse('error', event.data)], stop: true }
+    if (type === 'error') return { out: [errorEvent(event.data, data)], stop: true }
     if (type === 'message_start') {
       const message = isRecord(data.message) ? data.message : {}
       if (isRecord(message.usage)) this.#usage = message.usage
@@ -86,7 +94,14 @@ export class MessagesStream implements DoorStream {
 
   close(visible: readonly Part[], usage: unknown): string[] {
     const delta = isRecord(this.#messageDelta?.delta) ? this.#messageDelta.delta : {}
-    const stopReason = visible.some((part) => part.call) ? 'tool_use' : 'end_turn'
+    // The last round's own reason stands (`max_tokens`: the answer was cut), unless it was the
+    // recall calls the client never sees.
+    const own = typeof delta.stop_reason === 'string' ? delta.stop_reason : undefined
+    const stopReason = visible.some((part) => part.call)
+      ? 'tool_use'
+      : own !== undefined && own !== 'tool_use'
+        ? own
+        : 'end_turn'
     const final: Json = { type: 'message_delta', delta: { ...delta, stop_reason: stopReason } }
     if (usage !== undefined) final.usage = usage
     return [
@@ -106,8 +121,22 @@ export class MessagesStream implements DoorStream {
   }
 
   error(kind: ErrorKind, message: string, own?: UpstreamError): string {
-    return sse('error', JSON.stringify(anthropicErrorBody(kind, message, own?.type)))
+    const type = anthropicErrorType(own?.type, own?.status)
+    return sse('error', JSON.stringify(anthropicErrorBody(kind, message, type)))
   }
+}
+
+/** An upstream's error event in Anthropic's shape: as it came when it is, else its message. */
+function errorEvent(raw: string, data: Json): string {
+  if (data.type === 'error' && isRecord(data.error)) return sse('error', raw)
+  const inner = isRecord(data.error) ? data.error : data
+  const message =
+    typeof inner.message === 'string' ? inner.message : 'the upstream reported an error'
+  const status = typeof inner.code === 'number' ? inner.code : undefined
+  const type =
+    anthropicErrorType(typeof inner.type === 'string' ? inner.type : undefined, status) ??
+    'api_error'
+  return sse('error', JSON.stringify({ type: 'error', error: { type, message } }))
 }
 
 /** The event with the block index the client sees (its bytes as they came when unchanged). */
