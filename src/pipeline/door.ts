@@ -78,7 +78,9 @@ export function upstreamError(body: unknown): UpstreamError | undefined {
   if (typeof error !== 'object' || error === null) return undefined
   const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
   const { type, code, message } = error as Json
-  return { type: text(type), code: text(code), message: text(message) }
+  // vLLM, llama.cpp and OpenRouter give the status as a number there.
+  const coded = typeof code === 'number' ? String(code) : text(code)
+  return { type: text(type), code: coded, message: text(message) }
 }
 
 /**

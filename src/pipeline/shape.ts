@@ -118,7 +118,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
         deps.store,
         continuity,
       )
-  if (!start) await followFork(session, tools.keys, deps.store)
+  if (!start) await followFork(session, tools.keys, answeredAfter(view, tools.keys), deps.store)
   const elide = deps.elide
   let elision = start?.history.elision ?? NO_ELISION
   if (!start && elide && session.scope !== undefined)
@@ -339,6 +339,12 @@ async function encodeItems(texts: readonly string[], afterKnown: boolean) {
     at += size
   }
   return { bytes, items, lead }
+}
+
+/** Whether the model answered after the request's newest tool result (a fork's history). */
+function answeredAfter(view: View, tools: readonly (string | undefined)[]): boolean {
+  const newest = tools.findLastIndex((key) => key !== undefined)
+  return newest >= 0 && view.messages.slice(newest + 1).some((m) => m.role === 'assistant')
 }
 
 /** The tenant's keys that may name the request's session: summaries, results, answers. */

@@ -56,16 +56,18 @@ export async function findSession(
 
 /**
  * A client that forks a conversation (Claude Code's `--fork-session`, opencode's `--fork`) sends
- * its history under a new session id. The session that owns the history's newest result, which
- * it first saw after the same result as the history's (two results in a row: one alone, a
- * server that names every call `call_0` and the same first command, could be any session's),
- * goes on under the new id: the ids, renderings and recall exchanges that history carries are
- * the ones sent before, and recall reaches every result of it. Asked only of a request this
- * process holds no state for; a session id that holds that result itself stays its own.
+ * its history under a new session id. The session that owns the history's newest result goes on
+ * under the new id: the ids, renderings and recall exchanges that history carries are the ones
+ * sent before, and recall reaches every result of it. Asked only of a request this process
+ * holds no state for. A fork is told by what only a fork carries: the model's answer after the
+ * newest result (a session's own request ends with its new results), a result before it that
+ * the owner saw right before it (one alone, a server that names every call `call_0` and the same
+ * first command, could be any session's), and nothing of it rendered under the new id.
  */
 export async function followFork(
   session: SessionRef,
   results: readonly (string | undefined)[],
+  answered: boolean,
   store: Store,
 ): Promise<void> {
   const own = session.scope
@@ -74,14 +76,14 @@ export async function followFork(
     .filter((key) => key !== undefined)
     .slice(-2)
     .reverse()
-  if (newest === undefined || before === undefined) return
+  if (newest === undefined) return
   const { tenant } = session.identity
   const [forked, owner] = await store.get(tenant, [keys.forkOf(own), keys.ownerOfTool(newest)])
   if (forked !== undefined) {
     session.scope = forked
     return
   }
-  if (owner === undefined || owner === own) return
+  if (!answered || before === undefined || owner === undefined || owner === own) return
   const [[mine], [theirs]] = await Promise.all([
     store.get(own, [keys.tool(newest)]),
     store.get(owner, [keys.tool(newest)]),

@@ -23,9 +23,7 @@ export class ResponsesStream implements DoorStream {
   #sequence = 0
   #clientIndex = 0
   #responseId: unknown
-  #hidden = new Set<number>()
-  #indices = new Map<number, number>()
-  #done = new Map<number, Json>()
+  #items = new RoundItems()
   #completed: Json | undefined
   #final: Json | undefined
   #lastCompleted: Json | undefined
@@ -62,20 +60,13 @@ export class ResponsesStream implements DoorStream {
     }
     if (type === 'response.failed' || type === 'error')
       return { out: [this.#emit(event)], stop: true }
-    if (typeof event.output_index === 'number') {
-      const at = event.output_index
-      const item = event.item
-      if (
-        type === 'response.output_item.added' &&
-        isRecord(item) &&
-        item.type === 'function_call' &&
-        this.isRecall(String(item.name))
-      )
-        this.#hidden.add(at)
-      if (type === 'response.output_item.done' && isRecord(item)) this.#done.set(at, item)
-      if (this.#hidden.has(at)) return { out: [] }
-      if (!this.#indices.has(at)) this.#indices.set(at, this.#clientIndex++)
-      event.output_index = this.#indices.get(at)
+    const item = this.#items.of(type, event)
+    if (item) {
+      if (isRecord(event.item) && event.item.type === 'function_call')
+        item.hidden ||= this.isRecall(String(event.item.name))
+      if (item.hidden) return { out: [] }
+      item.clientIndex ??= this.#clientIndex++
+      if (typeof event.output_index === 'number') event.output_index = item.clientIndex
     }
     return { out: [this.#emit(event)] }
   }
@@ -83,12 +74,8 @@ export class ResponsesStream implements DoorStream {
   endRound(): RoundEnd {
     const completed = this.#completed
     const final = isRecord(completed?.response) ? completed.response : undefined
-    const items =
-      this.#done.size > 0
-        ? [...this.#done.entries()].sort(([a], [b]) => a - b).map(([, item]) => item)
-        : Array.isArray(final?.output)
-          ? final.output.filter(isRecord)
-          : []
+    const output = Array.isArray(final?.output) ? final.output.filter(isRecord) : []
+    const items = this.#items.finished(output)
     // Sent only when nothing was recalled: then it is the stream's last event.
     const held = completed ? [this.#emit({ ...completed })] : []
     if (completed && 'sequence_number' in completed) this.#sequence--
@@ -101,9 +88,7 @@ export class ResponsesStream implements DoorStream {
     this.#final = final
     this.#lastCompleted = completed
     this.#round++
-    this.#hidden = new Set()
-    this.#indices = new Map()
-    this.#done = new Map()
+    this.#items = new RoundItems()
     this.#completed = undefined
     return end
   }
@@ -149,8 +134,85 @@ export class ResponsesStream implements DoorStream {
       response: {
         id: this.#responseId,
         status: 'failed',
-        error: { code: own?.code ?? own?.type ?? kind, message: body.message },
+        error: { code: failureCode(kind, body.message, own), message: body.message },
       },
     })
   }
+}
+
+/** An output item of a round, as its events tell it. */
+interface RoundItem {
+  /** A recall call: none of its events reach the client. */
+  hidden: boolean
+  /** Its `output_index` for the client, once one of its events went out. */
+  clientIndex?: number
+  added?: Json
+  done?: Json
+}
+
+/**
+ * A round's output items, told apart by their ids as much as by their `output_index`: llama.cpp
+ * sends no `output_index` at all (a call's arguments name it by `item_id` alone), LiteLLM puts a
+ * reasoning item and a message at the same index, Ollama a message and the call after it.
+ */
+class RoundItems {
+  readonly #all: RoundItem[] = []
+  readonly #byId = new Map<string, RoundItem>()
+  readonly #byIndex = new Map<number, RoundItem>()
+
+  /** The item an event is about, new with an `output_item.added`; undefined for none. */
+  of(type: string, event: Json): RoundItem | undefined {
+    const named = isRecord(event.item) ? event.item : undefined
+    const ids = [named?.id, named?.call_id, event.item_id].filter(
+      (id): id is string => typeof id === 'string' && id !== '',
+    )
+    const at = typeof event.output_index === 'number' ? event.output_index : undefined
+    let item: RoundItem | undefined
+    if (type !== 'response.output_item.added') {
+      item = ids.map((id) => this.#byId.get(id)).find((found) => found !== undefined)
+      // An event without an id of its own is the newest item's at its index.
+      if (!item && ids.length === 0 && at !== undefined) item = this.#byIndex.get(at)
+    }
+    if (!item) {
+      if (!named && ids.length === 0 && at === undefined) return undefined
+      item = { hidden: false }
+      this.#all.push(item)
+    }
+    for (const id of ids) this.#byId.set(id, item)
+    if (at !== undefined) this.#byIndex.set(at, item)
+    if (named && type === 'response.output_item.added') item.added = named
+    if (named && type === 'response.output_item.done') item.done = named
+    return item
+  }
+
+  /**
+   * The round's items, as the upstream will see them again: each as its `output_item.done` gave
+   * it; where one never came (Ollama leaves a message before a call so), the round's
+   * `response.completed` output, which holds them all.
+   */
+  finished(output: readonly Json[]): Json[] {
+    if (this.#all.length === 0) return [...output]
+    if (this.#all.some((item) => !item.done) && output.length > 0) return [...output]
+    return this.#all.flatMap((item) => {
+      const whole = item.done ?? item.added
+      return whole ? [whole] : []
+    })
+  }
+}
+
+/** The words servers use for a prompt longer than the model's window. */
+const CONTEXT_TOO_LONG =
+  /context[_ ]?(length|size|window)|maximum context|prompt is too long|too many tokens/i
+
+/**
+ * A failure's code as Codex goes by it: the upstream's own where it is a word; a prompt too
+ * long for the window as OpenAI says it (`context_length_exceeded`: Codex stops, where it tries
+ * an unknown code again, and a recall round is where a prompt grows past the window); a rate
+ * limit likewise; else the upstream's type, or the proxy's kind.
+ */
+function failureCode(kind: ErrorKind, message: string, own?: UpstreamError): string {
+  if (own?.code !== undefined && !/^\d+$/.test(own.code)) return own.code
+  if (CONTEXT_TOO_LONG.test(`${own?.type ?? ''} ${message}`)) return 'context_length_exceeded'
+  if (own?.status === 429 || own?.code === '429') return 'rate_limit_exceeded'
+  return own?.type ?? kind
 }
