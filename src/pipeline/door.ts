@@ -72,9 +72,13 @@ export interface UpstreamError {
   readonly status?: number | undefined
 }
 
-/** The `error` object of an upstream's body (`{error:{…}}`, Anthropic's `{type,error:{…}}`). */
+/**
+ * The `error` object of an upstream's body (`{error:{…}}`, Anthropic's `{type,error:{…}}`), or
+ * the body itself where it is the error (vLLM before 0.10: `{"object":"error","message":…}`).
+ */
 export function upstreamError(body: unknown): UpstreamError | undefined {
-  const error = typeof body === 'object' && body !== null ? (body as Json).error : undefined
+  const whole = typeof body === 'object' && body !== null ? (body as Json) : undefined
+  const error = whole?.object === 'error' ? whole : whole?.error
   if (typeof error !== 'object' || error === null) return undefined
   const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
   const { type, code, message } = error as Json
