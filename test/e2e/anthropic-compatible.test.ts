@@ -5,49 +5,19 @@
  * recall, and a server's own error type when the round after a recall is refused.
  */
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import { createStore } from '../../src/store/index.js'
+import { test } from 'node:test'
 import { anthropicEvents, anthropicSse, assembleMessage } from '../helpers/fake-anthropic.js'
 import type { Block } from '../helpers/fake-anthropic.js'
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
-import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { answersInTurn, llamaCppTooLong, namedSse } from '../helpers/fake-upstream.js'
+import { proxyOnFake } from '../helpers/proxy.js'
 
-let upstream: FakeUpstream
-let proxy: TestProxy
-before(async () => {
-  upstream = await startFakeUpstream()
-  proxy = await startProxy({
-    upstreamUrl: upstream.url,
-    store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
-  })
-})
-after(async () => {
-  await proxy.close()
-  await upstream.close()
-})
-
-/** Events as an SSE body, each under its type's name, then `tail` as it is. */
-function sseBody(events: readonly object[], tail = ''): string {
-  return (
-    events
-      .map(
-        (event) => `event: ${(event as { type: string }).type}\ndata: ${JSON.stringify(event)}\n\n`,
-      )
-      .join('') + tail
-  )
-}
-
-const streamed = (body: string) => ({
-  status: 200,
-  body,
-  headers: { 'content-type': 'text/event-stream' },
-})
+const fixture = proxyOnFake()
 
 const RECALL: Block = { type: 'tool_use', id: 'toolu_r1', name: 'recall', input: { id: '#0001' } }
 
 /** A streamed turn of a session whose history holds one result (#0001); the client's events. */
 async function turn(session: string): Promise<any[]> {
-  const response = await fetch(proxy.url + '/v1/messages', {
+  const response = await fetch(fixture.proxy.url + '/v1/messages', {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -78,9 +48,9 @@ async function turn(session: string): Promise<any[]> {
 }
 
 test("a gateway's `data: [DONE]` after `message_stop` ends the answer, no error", async () => {
-  upstream.setScript(() =>
-    streamed(sseBody(anthropicEvents([{ type: 'text', text: 'Done.' }]), 'data: [DONE]\n\n')),
-  )
+  answersInTurn(fixture.upstream, [
+    () => namedSse(anthropicEvents([{ type: 'text', text: 'Done.' }]), 'data: [DONE]\n\n'),
+  ])
   const events = await turn('5f0c3a9e-1d2b-4c6a-9e7f-0a1b2c3d4e01')
   assert.deepEqual(
     events.map((event) => event.type).filter((type) => type === 'error' || type === 'message_stop'),
@@ -91,12 +61,13 @@ test("a gateway's `data: [DONE]` after `message_stop` ends the answer, no error"
 
 test("llama.cpp's error under `event: error` reaches the client in Anthropic's shape, its message kept", async () => {
   const [start] = anthropicEvents([])
-  upstream.setScript(() =>
-    streamed(
-      sseBody([start!]) +
+  answersInTurn(fixture.upstream, [
+    () =>
+      namedSse(
+        [start!],
         'event: error\ndata: {"code":500,"message":"Failed to parse tool call arguments as JSON","type":"server_error"}\n\n',
-    ),
-  )
+      ),
+  ])
   const events = await turn('5f0c3a9e-1d2b-4c6a-9e7f-0a1b2c3d4e02')
   assert.deepEqual(events.at(-1), {
     type: 'error',
@@ -104,21 +75,13 @@ test("llama.cpp's error under `event: error` reaches the client in Anthropic's s
   })
 })
 
-/** Each test's answers in order: the fake counts its requests from its start. */
-function inTurn(answers: readonly (() => ReturnType<typeof streamed> | object)[]) {
-  let n = 0
-  const start = upstream.requests.length
-  upstream.setScript(() => answers[Math.min(n++, answers.length - 1)]!() as never)
-  return () => upstream.requests.length - start
-}
-
 test('an answer cut by max_tokens after a recall still says max_tokens', async () => {
-  const asked = inTurn([
-    () => streamed(sseBody(anthropicEvents([RECALL]))),
+  const asked = answersInTurn(fixture.upstream, [
+    () => namedSse(anthropicEvents([RECALL])),
     () => {
       const events: any[] = anthropicEvents([{ type: 'text', text: 'The first lines are' }])
       events.at(-2).delta.stop_reason = 'max_tokens'
-      return streamed(sseBody(events))
+      return namedSse(events)
     },
   ])
   const events = await turn('5f0c3a9e-1d2b-4c6a-9e7f-0a1b2c3d4e03')
@@ -130,19 +93,9 @@ test('an answer cut by max_tokens after a recall still says max_tokens', async (
 
 test("the round after a recall refused with a server's own error type: Anthropic's type for its status", async () => {
   // The model says something first: the client's 200 is gone when the round is refused.
-  const asked = inTurn([
-    () => streamed(sseBody(anthropicEvents([{ type: 'text', text: 'Let me look.' }, RECALL]))),
-    () => ({
-      status: 400,
-      body: JSON.stringify({
-        error: {
-          code: 400,
-          message: 'the request exceeds the available context size',
-          type: 'exceed_context_size_error',
-        },
-      }),
-      headers: { 'content-type': 'application/json' },
-    }),
+  const asked = answersInTurn(fixture.upstream, [
+    () => namedSse(anthropicEvents([{ type: 'text', text: 'Let me look.' }, RECALL])),
+    llamaCppTooLong,
   ])
   const events = await turn('5f0c3a9e-1d2b-4c6a-9e7f-0a1b2c3d4e04')
   assert.equal(asked(), 2)

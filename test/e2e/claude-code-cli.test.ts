@@ -144,19 +144,23 @@ function runClaude(
   model: string,
   stop: AbortSignal,
 ) {
-  return runAgent(
-    binary,
-    [
-      '-p',
-      'Work through the task.',
-      '--model',
-      model,
-      '--output-format',
-      'json',
-      '--dangerously-skip-permissions',
-    ],
-    { cwd: project.root, env: claudeCodeEnv(project.home, url), timeoutMs: RUN_TIMEOUT_MS, stop },
-  )
+  return claudeRunner(binary, project, url, stop, model)('-p', 'Work through the task.')
+}
+
+/** The CLI on the project through `url`, run with the arguments given (a prompt, a resume). */
+function claudeRunner(
+  binary: string,
+  project: LiveProject,
+  url: string,
+  stop: AbortSignal,
+  model = 'claude-sonnet-4-5',
+) {
+  return (...args: string[]) =>
+    runAgent(
+      binary,
+      [...args, '--model', model, '--output-format', 'json', '--dangerously-skip-permissions'],
+      { cwd: project.root, env: claudeCodeEnv(project.home, url), timeoutMs: RUN_TIMEOUT_MS, stop },
+    )
 }
 
 /**
@@ -590,24 +594,7 @@ describe(`${pkg.name}@${pkg.version} compacting, run for real through /v1/messag
           },
         },
       )
-      const claude = (...args: string[]) =>
-        runAgent(
-          binary,
-          [
-            ...args,
-            '--model',
-            'claude-sonnet-4-5',
-            '--output-format',
-            'json',
-            '--dangerously-skip-permissions',
-          ],
-          {
-            cwd: project.root,
-            env: claudeCodeEnv(project.home, rig.tap.url),
-            timeoutMs: RUN_TIMEOUT_MS,
-            stop: stop.signal,
-          },
-        )
+      const claude = claudeRunner(binary, project, rig.tap.url, stop.signal)
       try {
         const first = await claude('-p', 'Work through the task.')
         assert.equal(first.code, 0, describeRun(first))
@@ -726,27 +713,8 @@ describe(`${pkg.name}@${pkg.version} forking a session, run for real through /v1
             return say([{ type: 'text', text: 'Fork done.' }])
         }
       })
-      const lines: string[] = []
-      const log = createLogger('info', (line) => void lines.push(line))
-      const rig = await liveProxy(project, fake, { log }, { onAnswer: stopOnFailure(stop) })
-      const claude = (...args: string[]) =>
-        runAgent(
-          binary,
-          [
-            ...args,
-            '--model',
-            'claude-sonnet-4-5',
-            '--output-format',
-            'json',
-            '--dangerously-skip-permissions',
-          ],
-          {
-            cwd: project.root,
-            env: claudeCodeEnv(project.home, rig.tap.url),
-            timeoutMs: RUN_TIMEOUT_MS,
-            stop: stop.signal,
-          },
-        )
+      const rig = await liveProxy(project, fake, {}, { onAnswer: stopOnFailure(stop) })
+      const claude = claudeRunner(binary, project, rig.tap.url, stop.signal)
       try {
         const first = await claude('-p', 'Work through the task.')
         assert.equal(first.code, 0, describeRun(first))

@@ -6,33 +6,19 @@
  * never reaches the client, and the round after it carries everything the model said.
  */
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
-import { createStore } from '../../src/store/index.js'
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
-import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { test } from 'node:test'
+import {
+  answersInTurn,
+  llamaCppTooLong,
+  namedSse,
+  type FakeResponse,
+} from '../helpers/fake-upstream.js'
+import { proxyOnFake } from '../helpers/proxy.js'
 
-let upstream: FakeUpstream
-let proxy: TestProxy
-before(async () => {
-  upstream = await startFakeUpstream()
-  proxy = await startProxy({
-    upstreamUrl: upstream.url,
-    store: await createStore('memory:', { idleTtlMs: 86_400_000 }),
-  })
-})
-after(async () => {
-  await proxy.close()
-  await upstream.close()
-})
+const fixture = proxyOnFake()
 
 type Said = { reasoning?: string; text?: string; recall?: boolean }
 
-const sse = (events: readonly object[]) =>
-  events
-    .map(
-      (event) => `event: ${(event as { type: string }).type}\ndata: ${JSON.stringify(event)}\n\n`,
-    )
-    .join('')
 const RECALL_ARGS = JSON.stringify({ id: '#0001' })
 const message = (id: string, text: string) => ({
   id,
@@ -50,7 +36,7 @@ const recallCall = {
 const usage = { input_tokens: 100, output_tokens: 10, total_tokens: 110 }
 
 /** llama.cpp (tools/server/server-task.cpp): no output_index, no sequence_number, no call id. */
-function llamaCpp(said: Said): string {
+function llamaCpp(said: Said): FakeResponse {
   const events: object[] = [
     { type: 'response.created', response: { id: 'resp_l', status: 'in_progress' } },
   ]
@@ -73,11 +59,11 @@ function llamaCpp(said: Said): string {
     type: 'response.completed',
     response: { id: 'resp_l', status: 'completed', output, usage },
   })
-  return sse(events)
+  return namedSse(events)
 }
 
 /** LiteLLM's bridge: reasoning and message both at index 0, calls from 1, the message's done last. */
-function liteLlm(said: Said): string {
+function liteLlm(said: Said): FakeResponse {
   const reasoning = {
     id: 'rs_m',
     type: 'reasoning',
@@ -121,11 +107,11 @@ function liteLlm(said: Said): string {
     type: 'response.completed',
     response: { id: 'resp_m', status: 'completed', output, usage },
   })
-  return sse(events)
+  return namedSse(events)
 }
 
 /** Ollama (openai/responses.go): a message a call follows is never done; the call at its index. */
-function ollama(said: Said): string {
+function ollama(said: Said): FakeResponse {
   const events: object[] = [
     { type: 'response.created', response: { id: 'resp_o', status: 'in_progress' } },
   ]
@@ -165,21 +151,14 @@ function ollama(said: Said): string {
     type: 'response.completed',
     response: { id: 'resp_o', status: 'completed', output, usage },
   })
-  return sse(events)
+  return namedSse(events)
 }
 
-const streamed = (body: string) => ({
-  status: 200,
-  body,
-  headers: { 'content-type': 'text/event-stream' },
-})
-
 /** A streamed Codex turn after one result (#0001); the client's body and the upstream's requests. */
-async function turn(session: string, answers: readonly (() => object)[]) {
-  let n = 0
-  const start = upstream.requests.length
-  upstream.setScript(() => answers[Math.min(n++, answers.length - 1)]!() as never)
-  const response = await fetch(proxy.url + '/v1/responses', {
+async function turn(session: string, answers: readonly (() => FakeResponse)[]) {
+  const start = fixture.upstream.requests.length
+  answersInTurn(fixture.upstream, answers)
+  const response = await fetch(fixture.proxy.url + '/v1/responses', {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
     body: JSON.stringify({
@@ -201,7 +180,10 @@ async function turn(session: string, answers: readonly (() => object)[]) {
     }),
   })
   assert.equal(response.status, 200)
-  return { client: await response.text(), sent: upstream.requests.slice(start).map((r) => r.json) }
+  return {
+    client: await response.text(),
+    sent: fixture.upstream.requests.slice(start).map((r) => r.json),
+  }
 }
 
 const servers = { 'llama.cpp': llamaCpp, LiteLLM: liteLlm, Ollama: ollama }
@@ -213,8 +195,8 @@ for (const [name, server] of Object.entries(servers))
         ? { reasoning: 'I should look again.', recall: true }
         : { text: 'Let me look.', recall: true }
     const { client, sent } = await turn(`compat-${name}`, [
-      () => streamed(server(said)),
-      () => streamed(server({ text: 'Done.' })),
+      () => server(said),
+      () => server({ text: 'Done.' }),
     ])
     assert.equal(sent.length, 2, 'the recall was answered and the model asked again')
     assert.doesNotMatch(client, /recall/, 'no event of the recall reached the client')
@@ -228,18 +210,8 @@ for (const [name, server] of Object.entries(servers))
 
 test("a refused round after a recall: a server's numeric code and context error, as Codex knows it", async () => {
   const { client } = await turn('compat-refused', [
-    () => streamed(llamaCpp({ text: 'Let me look.', recall: true })),
-    () => ({
-      status: 400,
-      body: JSON.stringify({
-        error: {
-          code: 400,
-          message: 'the request exceeds the available context size',
-          type: 'exceed_context_size_error',
-        },
-      }),
-      headers: { 'content-type': 'application/json' },
-    }),
+    () => llamaCpp({ text: 'Let me look.', recall: true }),
+    llamaCppTooLong,
   ])
   assert.match(
     client,

@@ -163,6 +163,45 @@ export function rawSse(body: string, status = 200): string {
   )
 }
 
+/**
+ * Events each under its `type` as the SSE event's name (Anthropic's and the Responses API's
+ * grammar), then `tail` as it is: a stream answered whole, as a server wrote it.
+ */
+export function namedSse(events: readonly object[], tail = ''): FakeResponse {
+  const body = events
+    .map(
+      (event) => `event: ${(event as { type: string }).type}\ndata: ${JSON.stringify(event)}\n\n`,
+    )
+    .join('')
+  return { status: 200, body: body + tail, headers: { 'content-type': 'text/event-stream' } }
+}
+
+/** llama.cpp's answer to a prompt past its window (on every API it serves), its status a number. */
+export function llamaCppTooLong(): FakeResponse {
+  return {
+    status: 400,
+    body: JSON.stringify({
+      error: {
+        code: 400,
+        message: 'the request exceeds the available context size',
+        type: 'exceed_context_size_error',
+      },
+    }),
+    headers: { 'content-type': 'application/json' },
+  }
+}
+
+/** Answers in order, one a request from now on (the last again past the end); how many came. */
+export function answersInTurn(
+  upstream: FakeUpstream,
+  answers: readonly (() => FakeResponse)[],
+): () => number {
+  let n = 0
+  const start = upstream.requests.length
+  upstream.setScript(() => answers[Math.min(n++, answers.length - 1)]!())
+  return () => upstream.requests.length - start
+}
+
 /** Streams the events; `markCut` runs just before a cutAfter destroys the socket. */
 async function writeSse(
   response: ServerResponse,
