@@ -110,6 +110,34 @@ function repeatedNames(calls: readonly Call[]): string[] {
   ]
 }
 
+/**
+ * Mistral (the fixture of its own agent, mistral-vibe): a call's later deltas carry the id
+ * "null" and the name "", and its last chunk the finish and the usage as well.
+ */
+function mistral(calls: readonly Call[]): string[] {
+  return [
+    chunk({ role: 'assistant', content: '' }),
+    ...calls.flatMap((call, index) =>
+      [call.args.slice(0, 5), call.args.slice(5)].map((args, piece) =>
+        chunk({
+          tool_calls: [
+            {
+              id: piece === 0 ? call.id : 'null',
+              index,
+              type: 'function',
+              function: { name: piece === 0 ? call.name : '', arguments: args },
+            },
+          ],
+        }),
+      ),
+    ),
+    withUsage(chunk({}, 'tool_calls')),
+  ]
+}
+
+const USAGE = { prompt_tokens: 50, completion_tokens: 5, total_tokens: 55 }
+const withUsage = (data: string) => JSON.stringify({ ...JSON.parse(data), usage: USAGE })
+
 /** One round through the door's stream: what the client got, and the round's calls. */
 function round(events: readonly string[]) {
   const stream = new ChatStream({ stream: true }, (name) => name === 'recall')
@@ -123,7 +151,8 @@ function round(events: readonly string[]) {
   for (const delta of deltas)
     for (const part of delta.tool_calls ?? []) {
       const call = visible.get(part.index) ?? { name: '', args: '' }
-      if (part.id) call.id = part.id
+      // The id a call began with (a later piece's is Mistral's "null").
+      if (part.id) call.id ??= part.id
       call.name += part.function?.name ?? ''
       call.args += part.function?.arguments ?? ''
       visible.set(part.index, call)
@@ -138,6 +167,7 @@ const servers = {
   'SGLang 0.4 (index 0 again, the id on every delta)': sglang,
   'vLLM (an empty id after the first delta)': emptyLaterIds,
   'llama.cpp before May 2025 (the name on every delta)': repeatedNames,
+  'Mistral (the id "null" after a call\'s first delta)': mistral,
 }
 
 for (const [server, stream] of Object.entries(servers))
@@ -159,3 +189,33 @@ for (const [server, stream] of Object.entries(servers))
         'the upstream gets each call back as it made it',
       )
     })
+
+test("Mistral, Gemini: the answer's last words, its finish and its usage in one chunk: each once", () => {
+  const stream = new ChatStream(
+    { stream: true, stream_options: { include_usage: true } },
+    (name) => name === 'recall',
+  )
+  const events = [
+    chunk({ role: 'assistant', content: 'Hello ' }),
+    withUsage(chunk({ content: 'there.' }, 'length')),
+    '[DONE]',
+  ]
+  const out = events.flatMap((data) => stream.take({ data }).out)
+  const end = stream.endRound()
+  // Nothing recalled: what was held goes out as it came.
+  const client = [...out, ...(end.out ?? []), ...end.held]
+  const sent = client.map((event) => event.replace(/^data: /, '').trim())
+  assert.equal(sent.filter((data) => data === '[DONE]').length, 1)
+  const chunks = sent.filter((data) => data !== '[DONE]').map((data) => JSON.parse(data))
+  const text = chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('')
+  assert.equal(text, 'Hello there.')
+  assert.deepEqual(
+    chunks.flatMap((c) => (c.usage ? [c.usage] : [])),
+    [USAGE],
+  )
+  assert.deepEqual(
+    chunks.flatMap((c) => c.choices?.[0]?.finish_reason ?? []),
+    ['length'],
+  )
+  assert.deepEqual(end.usage, USAGE)
+})

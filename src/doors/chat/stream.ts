@@ -61,8 +61,7 @@ export class ChatStream implements DoorStream {
     const held: string[] = []
     if (round.finish) held.push(encodeSseData(round.finish.raw))
     // Usage rides on its own chunk (OpenAI) or on the finish chunk (some local servers).
-    if (round.usage && round.usage.raw !== round.finish?.raw)
-      held.push(encodeSseData(round.usage.raw))
+    if (round.usage?.raw !== undefined) held.push(encodeSseData(round.usage.raw))
     held.push(encodeSseData(SSE_DONE))
     const parts: Part[] = [
       ...round.reasoning.part(),
@@ -118,7 +117,8 @@ class ChatRound {
   text = ''
   done = false
   finish: { raw: string; chunk: Json } | undefined
-  usage: { raw: string; chunk: Json; usage: unknown } | undefined
+  /** The round's usage; `raw`, the chunk that carried it alone, kept back to be sent at the end. */
+  usage: { raw?: string; usage: unknown } | undefined
   /** llama.cpp's `timings`, on its final chunk. */
   timings: unknown
   nextVisible = 0
@@ -134,8 +134,13 @@ class ChatRound {
     if (isRecord(chunk.timings)) this.timings = chunk.timings
     if (isRecord(chunk.usage)) {
       const choices = Array.isArray(chunk.choices) ? chunk.choices : []
-      this.usage = { raw, chunk, usage: chunk.usage }
-      if (choices.length === 0) return undefined
+      if (choices.length === 0) {
+        this.usage = { raw, usage: chunk.usage }
+        return undefined
+      }
+      // On a chunk of the answer (Mistral's and Gemini's last, a server's every chunk): it goes
+      // out with that chunk, or with its finish, and is never sent again on its own.
+      this.usage = { usage: chunk.usage }
     }
     const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
     if (!isRecord(choice)) return this.forward(raw, chunk, false)
@@ -146,11 +151,13 @@ class ChatRound {
         this.finish = { raw, chunk: structuredClone(chunk) }
         return undefined
       }
-      // The last delta came with the finish: forward the delta now, the finish alone later.
+      // The last delta came with the finish: forward the delta now, the finish (and the usage
+      // that came with it) alone later.
       const finishOnly = structuredClone(chunk)
       ;(finishOnly.choices as Json[])[0]!.delta = {}
       this.finish = { raw: JSON.stringify(finishOnly), chunk: finishOnly }
       choice.finish_reason = null
+      delete chunk.usage
       changed = true
     }
     const delta = isRecord(choice.delta) ? choice.delta : undefined
@@ -189,18 +196,22 @@ class ChatRound {
     const id = typeof part.id === 'string' && part.id !== '' ? part.id : undefined
     let slot = this.#slots.get(part.index)
     let state = slot === undefined ? undefined : this.calls.get(slot)
-    // Another id at an index already taken is another call: Ollama 0.20 gives every call index
-    // 0, SGLang 0.4 its second one too; joined, a recall and the agent's call became one.
-    if (!state || (id !== undefined && state.id !== '' && id !== state.id)) {
+    // Another id at an index already taken, with a name, is another call: Ollama 0.20 gives
+    // every call index 0, SGLang 0.4 its second one too; joined, a recall and the agent's call
+    // became one. Without a name it is a later piece of the same call (Mistral sends the id
+    // "null" on those).
+    const fn = isRecord(part.function) ? part.function : {}
+    const named = typeof fn.name === 'string' && fn.name !== ''
+    if (!state || (named && id !== undefined && state.id !== '' && id !== state.id)) {
       slot = this.calls.size
       state = { at: part.index, id: '', name: '', arguments: '', pending: [], extra: {} }
       this.calls.set(slot, state)
       this.#slots.set(part.index, slot)
     }
-    if (id !== undefined) state.id = id
+    // A call keeps the id it began with.
+    if (id !== undefined && state.id === '') state.id = id
     for (const [key, value] of Object.entries(part))
       if (!CALL_FIELDS.has(key)) state.extra[key] = value
-    const fn = isRecord(part.function) ? part.function : {}
     let sent: Json = part
     // A name sent whole again on every delta (llama.cpp before May 2025) is not a longer one,
     // and the client gets it once.
