@@ -215,12 +215,7 @@ export async function rebuildHistory(input: RebuildInput, deps: HistoryDeps): Pr
             // A summary's table is built from the head before this request: then it waits.
             input.continuity.summaries.length === 0 &&
               writeHead(scope, tools, input.continuity.now, deps),
-            ownNewest(
-              session,
-              scope,
-              stillFresh.map((slot) => slot.key),
-              deps.store,
-            ),
+            ownNewest(session, scope, stillFresh.at(-1)?.key, deps.store),
           ]),
       },
       deps,

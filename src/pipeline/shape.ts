@@ -1,6 +1,6 @@
 import type { Door, Json, View } from './door.js'
 import { placeAnswers, restoreAnswers, type AnswerPlace, type Placed } from '../session/answers.js'
-import { findSession, followFork, SessionRef, type Continuity } from '../session/find.js'
+import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'
 import {
   NO_ELISION,
@@ -117,8 +117,8 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
         input.identity,
         deps.store,
         continuity,
+        { results: tools.keys, answered: answeredAfter(view, tools.keys) },
       )
-  if (!start) await followFork(session, tools.keys, answeredAfter(view, tools.keys), deps.store)
   const elide = deps.elide
   let elision = start?.history.elision ?? NO_ELISION
   if (!start && elide && session.scope !== undefined)

@@ -30,21 +30,31 @@ export interface Continuity {
   readonly now: number
 }
 
+/** What tells a fork (see followFork): the request's tool results, and whether the model answered after the newest. */
+export interface ForkSigns {
+  readonly results: readonly (string | undefined)[]
+  readonly answered: boolean
+}
+
 /**
- * Finds the session a request belongs to: its explicit id; else the session that owns any tool
- * result, answer or summary the request carries (`owners`: tenant keys, implicit identity);
- * else, right after a compaction (a recognised summary and nothing else known), the one session
- * of the tenant with the same system prompt that was active recently, when there is exactly
- * one; else none yet.
+ * Finds the session a request belongs to: its explicit id (or the session a fork under that id
+ * goes on); else the session that owns any tool result, answer or summary the request carries
+ * (`owners`: tenant keys, implicit identity); else, right after a compaction (a recognised
+ * summary and nothing else known), the one session of the tenant with the same system prompt
+ * that was active recently, when there is exactly one; else none yet.
  */
 export async function findSession(
   owners: readonly string[],
   identity: Identity,
   store: Store,
   continuity: Continuity,
+  fork: ForkSigns,
 ): Promise<SessionRef> {
   if (identity.explicit) {
-    return new SessionRef(identity, explicitScope({ ...identity, explicit: identity.explicit }))
+    const named = explicitScope({ ...identity, explicit: identity.explicit })
+    const session = new SessionRef(identity, named)
+    await followFork(session, fork.results, fork.answered, store)
+    return session
   }
   const found = owners.length > 0 ? await store.get(identity.tenant, owners) : []
   const owner = found.find((value) => value !== undefined)
@@ -102,10 +112,9 @@ export async function followFork(
 export function ownNewest(
   session: SessionRef,
   scope: string,
-  results: readonly string[],
+  newest: string | undefined,
   store: Store,
 ): Promise<unknown> {
-  const newest = results.at(-1)
   if (!session.identity.explicit || newest === undefined) return Promise.resolve()
   return store.putIfAbsent(session.identity.tenant, [[keys.ownerOfTool(newest), scope]])
 }

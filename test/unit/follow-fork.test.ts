@@ -18,7 +18,7 @@ async function rendered(store: Store, session: SessionRef, results: readonly str
     const prev = i === 0 ? {} : { prev: results[i - 1] }
     const record = JSON.stringify({ n: i + 1, content: `[#000${i + 1}]`, ...prev })
     await store.putIfAbsent(session.scope!, [[keys.tool(key), record]])
-    await ownNewest(session, session.scope!, [key], store)
+    await ownNewest(session, session.scope!, key, store)
   }
 }
 
@@ -60,6 +60,6 @@ test('one result, two that another session did not see in a row, a result of its
   const implicit = new SessionRef({ tenant }, undefined)
   await followFork(implicit, ['m1', 'm2'], true, store)
   assert.equal(implicit.scope, undefined)
-  await ownNewest(implicit, 'x', ['m5'], store)
+  await ownNewest(implicit, 'x', 'm5', store)
   assert.deepEqual(await store.get(tenant, [keys.ownerOfTool('m5')]), [undefined])
 })

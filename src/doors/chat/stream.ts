@@ -181,11 +181,8 @@ class ChatRound {
       }
     }
     if (this.#role !== undefined && delta) {
-      if (delta.role === undefined) {
-        choice.delta = { role: this.#role, ...delta }
-        changed = true
-      }
-      this.#role = undefined
+      choice.delta = this.#withRole(delta)
+      changed = true
     }
     return this.forward(raw, chunk, changed)
   }
@@ -215,7 +212,7 @@ class ChatRound {
     let sent: Json = part
     // A name sent whole again on every delta (llama.cpp before May 2025) is not a longer one,
     // and the client gets it once.
-    if (typeof fn.name === 'string' && fn.name !== '' && fn.name === state.name) {
+    if (named && fn.name === state.name) {
       const { name: _again, ...rest } = fn
       sent = { ...part, function: rest }
     } else if (typeof fn.name === 'string') state.name += fn.name
@@ -233,6 +230,13 @@ class ChatRound {
     const out = [...state.pending, sent].map((p) => ({ ...p, index: visibleIndex }))
     state.pending = []
     return out
+  }
+
+  /** The delta with the role a chunk kept back said, unless it says one itself; said once. */
+  #withRole(delta: Json): Json {
+    const role = this.#role
+    this.#role = undefined
+    return role === undefined || delta.role !== undefined ? delta : { role, ...delta }
   }
 
   private forward(raw: string, chunk: Json, changed: boolean): string {
@@ -263,9 +267,7 @@ class ChatRound {
       state.visibleIndex = this.nextVisible++
       const parts = state.pending.map((p) => ({ ...p, index: state.visibleIndex }))
       if (parts.length === 0) continue
-      const role = this.#role === undefined ? {} : { role: this.#role }
-      this.#role = undefined
-      out.push(JSON.stringify(this.template({ delta: { ...role, tool_calls: parts } })))
+      out.push(JSON.stringify(this.template({ delta: this.#withRole({ tool_calls: parts }) })))
     }
     return out
   }
