@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
 import type { Context } from 'hono'
 import { LembasError } from '../errors.js'
+import { toAbortError } from '../upstream/errors.js'
 import { piecesBytes } from '../pipeline/body.js'
 import type { UpstreamResponse } from '../upstream/index.js'
 import { responseHeadersForClient } from './headers.js'
@@ -26,13 +27,19 @@ export async function readBody(
   let size = 0
   const source: AsyncIterable<Uint8Array> =
     incoming ?? (c.req.raw.body as unknown as AsyncIterable<Uint8Array>) ?? []
-  for await (const chunk of source) {
-    const at = size
-    size += chunk.byteLength
-    if (size > maxBytes) throw tooLarge(maxBytes)
-    if (whole && size <= whole.length) whole.set(chunk, at)
-    else chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-    watch?.update(chunk)
+  try {
+    for await (const chunk of source) {
+      const at = size
+      size += chunk.byteLength
+      if (size > maxBytes) throw tooLarge(maxBytes)
+      if (whole && size <= whole.length) whole.set(chunk, at)
+      else chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+      watch?.update(chunk)
+    }
+  } catch (error) {
+    // A client that leaves mid-upload aborted its request: not the proxy's failure.
+    if (incoming?.destroyed && !(error instanceof LembasError)) throw toAbortError(error)
+    throw error
   }
   if (whole && chunks.length === 0) return whole.subarray(0, size)
   if (whole) chunks.unshift(whole.subarray(0, size - piecesBytes(chunks)))

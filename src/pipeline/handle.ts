@@ -105,7 +105,9 @@ export async function handle(door: Door, input: RequestInput, deps: PipelineDeps
   }
   if (reply.kind === 'sse') {
     const events = reply.events
-    return { ...reply, events: untilEnd(events, () => finished(deps, seen, started, 200)) }
+    // A stream the client left before its end is its abort, as for a whole answer (499).
+    const end = () => finished(deps, seen, started, input.signal.aborted ? 499 : 200)
+    return { ...reply, events: untilEnd(events, end) }
   }
   const status = reply.kind === 'text' ? reply.status : reply.response.status
   if (reply.kind === 'upstream' && reply.ended)

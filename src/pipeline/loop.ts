@@ -82,7 +82,22 @@ export async function sendRound(turn: Turn, extra: readonly Json[]): Promise<Ups
       waitMs,
       door: turn.door.name,
     })
-    await setTimeout(waitMs, undefined, { signal: turn.signal })
+    await waitOrStop(turn, waitMs)
+  }
+}
+
+/**
+ * Waits `ms` between a round's attempts; a stop whose grace ran out ends the wait with its own
+ * error (the client then gets the `stopping` error in its API's shape), a client that left with
+ * its abort.
+ */
+async function waitOrStop(turn: Turn, ms: number): Promise<void> {
+  const stopped = turn.upstream.stopped
+  try {
+    await setTimeout(ms, undefined, { signal: AbortSignal.any([turn.signal, stopped]) })
+  } catch (error) {
+    if (stopped.aborted && !turn.signal.aborted) throw stopped.reason
+    throw error
   }
 }
 
@@ -145,9 +160,11 @@ export class RecallLoop {
     this.recalled = recalls.length > 0
     if (recalls.length > 0) {
       meter.recalls += recalls.length
+      // A retried round's call gets the answer (and id) it got before; another call under a
+      // reused id (servers that name every call `call_0`) gets its own.
       const claims = recalls.map((call, k) =>
         shortHash(
-          `${turn.place.index}\u0000${turn.place.previous}\u0000${round}\u0000${k}\u0000${call.id}`,
+          `${turn.place.index}\u0000${turn.place.previous}\u0000${round}\u0000${k}\u0000${call.id}\u0000${call.function.arguments}`,
         ),
       )
       // The last round the proxy answers says so, and the model is asked once more: a model
@@ -215,6 +232,10 @@ export async function completeAnswer(turn: Turn, meter: Meter): Promise<Answer> 
     const answer = { status: response.status, headers: response.headers, body: raw }
     const json = response.status === 200 ? parseAnswer(raw) : undefined
     const end = json === undefined ? undefined : turn.door.readAnswer(json)
+    // A recall round's 200 that cannot be read broke off (a body framed by the connection's
+    // close): the proxy's own request failed, and its bytes are no answer to the client's.
+    if (!end && round > 0 && response.status === 200)
+      throw new LembasError('upstream_bad_response', 'the upstream answer after a recall broke off')
     if (!end) return answer // not ours to read: as it came
     const step = await loop.step(round, end)
     if (step === 'untouched') return answer // the common case: untouched bytes

@@ -66,6 +66,8 @@ export type Upstream = {
    * grace ran out): each caller answers its client with it in its API's shape.
    */
   destroy(reason: Error): Promise<void>
+  /** Aborted, with its reason, once `destroy` ran: a request waiting between attempts stops too. */
+  readonly stopped: AbortSignal
 }
 
 const UNDICI_DEFAULT_CONNECT_TIMEOUT_MS = 10_000
@@ -113,6 +115,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   }
 
   let destroyed: Error | undefined
+  const stopping = new AbortController()
   async function send(request: UpstreamRequest): Promise<UpstreamResponse> {
     if (destroyed) throw destroyed
     const headers = forwardableHeaders(request.headers)
@@ -146,8 +149,10 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     close: () => pool.close(),
     destroy: async (reason) => {
       destroyed = reason
+      stopping.abort(reason)
       await pool.destroy(reason)
     },
+    stopped: stopping.signal,
   }
   return upstream
 }

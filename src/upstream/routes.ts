@@ -35,5 +35,6 @@ export function routedUpstream(fallback: Upstream, routes: readonly UpstreamRout
     destroy: async (reason) => {
       await Promise.all(all.map((u) => u.destroy(reason)))
     },
+    stopped: AbortSignal.any(all.map((u) => u.stopped)),
   }
 }

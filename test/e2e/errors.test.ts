@@ -7,11 +7,20 @@ import { createStore } from '../../src/store/index.js'
 import type { Store } from '../../src/store/store.js'
 import {
   chatChunks,
+  chatCompletion,
   rawSse,
   startFakeUpstream,
   type FakeUpstream,
 } from '../helpers/fake-upstream.js'
-import { postChat, sseData, startProxy, type TestProxy } from '../helpers/proxy.js'
+import {
+  chatWithResults,
+  postChat,
+  requestLines,
+  sseData,
+  startProxy,
+  type TestProxy,
+} from '../helpers/proxy.js'
+import { createLogger } from '../../src/log.js'
 
 const DAY = 86_400_000
 const TOOLS = [
@@ -298,3 +307,91 @@ function rawPost(
     request.end(body)
   })
 }
+
+describe('a client that leaves is its own abort, not a failure', () => {
+  let upstream: FakeUpstream
+  let proxy: TestProxy
+  const lines: string[] = []
+  before(async () => {
+    upstream = await startFakeUpstream()
+    proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      log: createLogger('info', (line) => void lines.push(line)),
+    })
+  })
+  after(async () => {
+    await proxy.close()
+    await upstream.close()
+  })
+
+  test('a body cut off mid-upload: no internal error logged, the next request answered', async () => {
+    lines.length = 0
+    const { port } = new URL(proxy.url)
+    await new Promise<void>((resolve) => {
+      const req = httpRequest({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', 'content-length': 200_000 },
+      })
+      req.on('error', () => resolve())
+      req.write('{"model":"m","messages":[{"role":"user","content":"' + 'x'.repeat(50_000))
+      setTimeout(() => req.destroy(), 100)
+    })
+    await sleep(100)
+    const answer = await postChat(proxy.url, chat())
+    assert.equal(answer.status, 200)
+    const levels = lines.map((line) => JSON.parse(line)).filter((l) => l.level !== 'info')
+    assert.deepEqual(levels, [])
+  })
+
+  test('a stream the client left before its end is logged and counted as 499, like a whole answer', async () => {
+    lines.length = 0
+    upstream.setScript(() => ({
+      sse: chatChunks({ content: Array.from({ length: 50 }, (_, i) => `w${i} `) }),
+      delayMs: 40,
+    }))
+    const controller = new AbortController()
+    const response = await fetch(proxy.url + '/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(chat({ stream: true })),
+      signal: controller.signal,
+    })
+    await response.body!.getReader().read()
+    controller.abort()
+    for (let i = 0; i < 100 && requestLines(lines).length === 0; i++) await sleep(20)
+    assert.deepEqual(
+      requestLines(lines).map((l) => [l.stream, l.status]),
+      [[true, 499]],
+    )
+  })
+})
+
+describe('the round after a recall breaks off', () => {
+  test('a whole answer framed by the connection’s close, cut: a 502 in the door’s shape, not the cut bytes', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+    })
+    try {
+      const recall = [{ id: 'r1', name: 'recall', arguments: '{"id":"#0001"}' }]
+      upstream.setScript((request) =>
+        request.json.messages.at(-1).tool_call_id === 'r1'
+          ? {
+              raw: 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{"id":"chatcmpl-1","obj',
+            }
+          : { json: chatCompletion({ toolCalls: recall }) },
+      )
+      const answer = await postChat(proxy.url, chatWithResults([{ id: 'c1', output: 'a.ts' }]))
+      assert.equal(answer.status, 502, answer.text)
+      assertOpenAIError(answer.json, 'upstream_bad_response')
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  })
+})

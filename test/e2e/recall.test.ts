@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test'
 import { createStore } from '../../src/store/index.js'
 import { assembleStream, TestAgent } from '../helpers/agent.js'
 import {
+  chatCompletion,
   startFakeUpstream,
   type FakeUpstream,
   type RecordedRequest,
@@ -365,6 +366,37 @@ describe('recall with OpenRouter reasoning blocks and Gemini thought signatures 
       await proxy.close()
       await upstream.close()
     }
+  })
+})
+
+describe('a request sent again (the agent retried it)', () => {
+  const fixture = proxyOnFake()
+
+  test("a recall under the same call id with other arguments gets its own answer; the same arguments the first answer's bytes", async () => {
+    const lines = Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).join('\n')
+    const body = chatWithResults([{ id: 'c1', output: lines }])
+    const recalledBy: string[] = []
+    let offset = 1
+    // A server that names every call `call_0`: the retry's recall differs only in its arguments.
+    fixture.upstream.setScript((request) => {
+      const last = request.json.messages.at(-1)
+      if (last.tool_call_id === 'call_0') {
+        recalledBy.push(last.content)
+        return { json: chatCompletion({ content: 'seen' }) }
+      }
+      const args = JSON.stringify({ id: '#0001', offset, limit: 2 })
+      return {
+        json: chatCompletion({ toolCalls: [{ id: 'call_0', name: 'recall', arguments: args }] }),
+      }
+    })
+    for (const at of [1, 30, 1]) {
+      offset = at
+      const answer = await postChat(fixture.proxy.url, body)
+      assert.equal(answer.status, 200, answer.text)
+    }
+    assert.match(recalledBy[0]!, /^\[#0002 recall #0001 lines 1-2 of 40\]\nline 1\nline 2$/)
+    assert.match(recalledBy[1]!, /^\[#0003 recall #0001 lines 30-31 of 40\]\nline 30\nline 31$/)
+    assert.equal(recalledBy[2], recalledBy[0], 'the same call again: the same bytes')
   })
 })
 

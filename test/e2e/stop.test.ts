@@ -11,7 +11,12 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, test } from 'node:test'
 import { request } from 'undici'
 import { startCli, startProxyCli, type Running } from '../helpers/cli.js'
-import { chatCompletion, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import {
+  chatChunks,
+  chatCompletion,
+  startFakeUpstream,
+  type FakeUpstream,
+} from '../helpers/fake-upstream.js'
 import { anthropicEvents } from '../helpers/fake-anthropic.js'
 
 /** A history with one tool result: the proxy stores it as #0001. */
@@ -149,6 +154,42 @@ describe('stopping with requests under way', () => {
     assert.equal(JSON.parse(text).choices[0].message.content, 'the files are a, b and c', text)
     const recalled = upstream.requests[1]!.json.messages.at(-1).content as string
     assert.match(recalled, /^\[#0002 recall #0001 lines 1-3 of 3\]\na\.ts/)
+    assert.equal(await exitOf(proxy), 0)
+  })
+
+  test("a recall round waiting out the upstream's Retry-After gets the stop's error once the grace is over", async () => {
+    upstream.requests.length = 0
+    const recall = [{ id: 'r1', name: 'recall', arguments: '{"id":"#0001"}' }]
+    upstream.setScript((request) => {
+      // The recall round (its answer is the last message) is rate-limited for 10 s.
+      if (request.json.messages.at(-1).tool_call_id === 'r1')
+        return {
+          status: 429,
+          headers: { 'retry-after': '10' },
+          json: { error: { message: 'Rate limit reached', type: 'requests' } },
+        }
+      return request.json.stream
+        ? {
+            sse: chatChunks({ toolCalls: recall.map((c) => ({ ...c, arguments: [c.arguments] })) }),
+          }
+        : { json: chatCompletion({ toolCalls: recall }) }
+    })
+    const proxy = await startProxyCli(upstream.url, `sqlite:${join(dir, 'e.db')}`, [
+      '--stop-grace-s',
+      '0.5',
+    ])
+    const whole = post(proxy.url, '/v1/chat/completions', chatBody())
+    const streamed = post(proxy.url, '/v1/chat/completions', chatBody(true))
+    // Each request's first round and its recall round: both now wait 10 s to ask again.
+    await received(upstream, 4)
+    proxy.child.kill('SIGTERM')
+    const response = await whole
+    assert.equal(response.statusCode, 503)
+    const body = (await response.body.json()) as { error: { code: string } }
+    assert.equal(body.error.code, 'stopping')
+    const stream = await streamed
+    assert.equal(stream.statusCode, 200)
+    assert.match(await stream.body.text(), /data: \{"error":\{[^\n]*"code":"stopping"/)
     assert.equal(await exitOf(proxy), 0)
   })
 
