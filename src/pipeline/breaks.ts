@@ -62,6 +62,8 @@ export interface BreakInput {
   /** This request's upstream bytes of its items, and those before each client item. */
   readonly sentBytes: number
   readonly offsets: () => readonly number[]
+  /** Where the newest turn begins after an `--elide` batch this request made: sent uncached either way. */
+  readonly batchEnd?: number | undefined
 }
 
 /**
@@ -95,7 +97,7 @@ export function cacheBreak(input: BreakInput): CacheBreak | undefined {
     at: input.offsets()[item] ?? input.sentBytes,
     by: clientSame ? 'proxy' : 'client',
     previousBytes: previous.sentBytes,
-    sentBytes: input.sentBytes,
+    sentBytes: Math.min(input.sentBytes, (clientSame && input.batchEnd) || input.sentBytes),
   })
 }
 

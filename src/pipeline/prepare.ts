@@ -178,8 +178,15 @@ async function prepareWhole(
   const sentBytes = piecesBytes(shaped.items)
   const broken =
     previous && digests
-      ? (cacheBreak({ previous, fixed, items, digests, sentBytes, offsets: shaped.offsets }) ??
-        batchBreak(shaped, previous.sentBytes, sentBytes))
+      ? (cacheBreak({
+          previous,
+          fixed,
+          items,
+          digests,
+          sentBytes,
+          offsets: shaped.offsets,
+          batchEnd: shaped.batchAt?.end,
+        }) ?? batchBreak(shaped, previous.sentBytes, sentBytes))
       : undefined
   const rest = span && restOf(door, bytes, span.arrayEnd, request)
   if (span && elements && digests && rest && shaped.remember) {
@@ -324,7 +331,9 @@ function batchBreak(
   sentBytes: number,
 ): CacheBreak | undefined {
   const at = shaped.batchAt
-  return at && itemBreak({ ...at, by: 'proxy', previousBytes, sentBytes })
+  // The elided text is gone, not sent again, and the newest turn is sent uncached either way.
+  const resent = Math.min(sentBytes, at?.end ?? sentBytes)
+  return at && itemBreak({ ...at, by: 'proxy', previousBytes, sentBytes: resent })
 }
 
 function finish(

@@ -73,7 +73,13 @@ export interface Shaped {
   /** For each client item, the upstream bytes before it. */
   offsets(): number[]
   /** Where an `--elide` batch made now begins: its first result's item and upstream offset. */
-  readonly batchAt?: { readonly item: number; readonly raw: Json | undefined; readonly at: number }
+  readonly batchAt?: {
+    readonly item: number
+    readonly raw: Json | undefined
+    readonly at: number
+    /** Where the newest turn begins after the batch: what is sent again ends there. */
+    readonly end: number | undefined
+  }
   /** The state at the request's end less the door's holdback: the fast path's next start. */
   readonly remember?: Omit<
     SpliceState,
@@ -219,7 +225,13 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
       (a, b) => (a === undefined || b.offset < a.offset ? b : a),
       undefined,
     )
-    if (first) batchAt = { item: first.item, raw: items[first.item - base], at: first.offset }
+    if (first)
+      batchAt = {
+        item: first.item,
+        raw: items[first.item - base],
+        at: first.offset,
+        end: newestTurnAt(view, upstream.offsets()),
+      }
   }
   const stats = { ...rebuilt.stats, restoredExchanges: upstream.restored }
   const place = { index: count, previous: answers.last }

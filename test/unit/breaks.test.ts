@@ -52,3 +52,26 @@ test('a pruned item is the client’s break; the same client bytes with other up
   const goesOn = against(['A', 'B', 'C'], ['a', 'b', 'c'])
   assert.equal(goesOn, undefined, 'the same items and more: no break')
 })
+
+test('a batch’s break bills what it sends again up to the newest turn, not the text it took out', () => {
+  const previous = {
+    fixed: {},
+    sentBytes: 4000,
+    digests: { client: ['A', 'B', 'C'], upstream: ['a', 'b', 'c'] },
+  } as unknown as SpliceState
+  const items = [{ role: 'user' }, { role: 'tool' }, { role: 'assistant' }, { role: 'tool' }]
+  // The batch took item 1 (4000 bytes before) down to a stand-in: item 2 (the newest turn)
+  // now begins at byte 140, and the request ends at 4100.
+  const broken = (batchEnd?: number) =>
+    cacheBreak({
+      previous,
+      fixed: {},
+      items,
+      digests: { client: ['A', 'B', 'C', 'D'], upstream: ['a', 'e', 'c', 'd'] },
+      sentBytes: 4100,
+      offsets: () => [0, 100, 140, 200],
+      ...(batchEnd === undefined ? {} : { batchEnd }),
+    })
+  assert.deepEqual(broken(140), { item: 1, role: 'tool', by: 'proxy', tokens: 10 })
+  assert.equal(broken()?.tokens, 975, 'without it: all the previous request had from there')
+})
