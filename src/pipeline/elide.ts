@@ -69,6 +69,7 @@ export function liveResults(
   toolKeys: readonly (string | undefined)[],
   rendered: readonly ChatMessage[],
   stubOf: ReadonlyMap<string, readonly string[]>,
+  rewritten: ReadonlySet<string>,
   elision: Elision,
   base: number,
   offsets: readonly number[],
@@ -76,7 +77,8 @@ export function liveResults(
 ): Live[] {
   const calls = settings.inputs ? callsOfResults(view.messages) : new Map<number, CallAt>()
   return toolKeys.flatMap((key, i) => {
-    if (key === undefined || elision.texts.has(key) || elision.inputs.has(key)) return []
+    if (key === undefined || rewritten.has(key)) return []
+    if (elision.texts.has(key) || elision.inputs.has(key)) return []
     const item = view.origins[i]!
     const text = contentText(rendered[i]!.content)
     const standInChars = standIn(text, settings).length

@@ -164,7 +164,7 @@ async function renderAll(
     }
     const rendering = withTrailer(bare, trailer)
     noteResult(savings, number, bare, body, rewrite ? 'rewritten' : facts?.call.kind, deps.rules)
-    const record = toolRecord(tool.message, number, rendering, facts, prev)
+    const record = toolRecord(tool.message, number, rendering, facts, prev, rewrite !== undefined)
     for (const view of facts?.views ?? [])
       writes.push([keys.file(view.sha256), wellFormed(view.content)])
     records.set(tool.key, record)
@@ -404,6 +404,7 @@ function toolRecord(
   rendering: Rendering,
   facts: Facts | undefined,
   prev: string | undefined,
+  rewrite: boolean,
 ): ToolRecord {
   return {
     n: number,
@@ -420,6 +421,7 @@ function toolRecord(
     },
     views: facts?.views?.map((view) => ({ absPath: view.absPath, sha256: view.sha256 })),
     prev,
+    ...(rewrite ? { rewrite: true } : {}),
   }
 }
 

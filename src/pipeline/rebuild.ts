@@ -113,6 +113,8 @@ export interface Rebuilt {
   readonly extra: readonly (string | undefined)[]
   /** The tool messages sent as a stub, by key: the ids each one names. */
   readonly stubOf: ReadonlyMap<string, readonly string[]>
+  /** Results under an earlier result's id with another text: never elided (see ToolRecord). */
+  readonly rewritten: ReadonlySet<string>
   /** The same request with other batches of elided results (a batch decided on it). */
   reassemble(elision: Elision): Promise<Rebuilt>
 }
@@ -350,6 +352,7 @@ async function assemble(
     inTurn,
   })
   const stubOf = new Map<string, readonly string[]>()
+  const rewritten = new Set<string>()
   const inputs = elidedCalls(messages, input.keys.keys, input.elision)
   const pace = pacer()
   const out: ChatMessage[] = []
@@ -360,7 +363,7 @@ async function assemble(
   const state = stateNow(input.keys.seen, false)
   if (input.snapshotAt === messages.length) snapshot = state
   stats.carriedChars = carried
-  return { messages: out, stats, state, snapshot, extra, stubOf }
+  return { messages: out, stats, state, snapshot, extra, stubOf, rewritten }
 
   function assembled(message: ChatMessage, index: number): ChatMessage {
     if (index === input.snapshotAt && input.keys.snapshot)
@@ -389,6 +392,7 @@ async function assemble(
     lastToolKey = key
     const record = toolRecords.get(key)
     if (!record) throw new Error('a tool message was left without a rendering')
+    if (record.rewrite) rewritten.add(key)
     for (const view of record.views ?? []) views.set(view.absPath, { sha256: view.sha256 })
     const sent = contentText(message.content).length
     const standIn = input.elision.texts.get(key)

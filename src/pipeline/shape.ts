@@ -178,6 +178,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
             tools.keys,
             rebuilt.messages,
             rebuilt.stubOf,
+            rebuilt.rewritten,
             rebuilt.state.elision,
             base,
             upstream.offsets(),

@@ -50,6 +50,11 @@ export interface ToolRecord {
     | undefined
   /** The tool message before this one in the request that first carried it: a path back. */
   readonly prev?: string | undefined
+  /**
+   * Another text under an earlier result's id (a client's rewrite, a fork's copy): recall shows
+   * that earlier text, so `--elide` never takes this one out of view.
+   */
+  readonly rewrite?: true | undefined
   /** The files this result shows whole, as they are after it (a full read, an edit). */
   readonly views?: readonly { readonly absPath: string; readonly sha256: string }[] | undefined
 }

@@ -12,7 +12,7 @@ import { dueBatch, elidedInput, standIn, type ElideSettings } from '../../src/pi
 import { createStore, type Store } from '../../src/store/index.js'
 import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { loop, requestLines, startProxy, type TestProxy } from '../helpers/proxy.js'
+import { loop, postChat, requestLines, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { createLogger } from '../../src/log.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 
@@ -634,5 +634,54 @@ describe('when a batch pays', () => {
       standIn('[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab]\n1\tconst a = 1', ELIDE),
       '[#000c src/app.ts lines 1-200 of 340 sha 1c9e04ab] Elided; recall shows it.',
     )
+  })
+})
+
+describe('--elide leaves a result that kept an earlier one’s id', () => {
+  test('chat: a later text under an old call id (a rewrite, a fork’s copy) stays in view: its recall would show the earlier text', async () => {
+    const upstream = await startFakeUpstream()
+    const elide: ElideSettings = { ...ELIDE, thresholdTokens: 30, keepResults: 1, horizon: 200 }
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      elide,
+    })
+    const turn = (id: string, text: string) => [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: 'Bash', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: id, content: text },
+    ]
+    const body = (turns: ReturnType<typeof turn>[]) => ({
+      model: 'm',
+      tools: [{ type: 'function', function: { name: 'Bash' } }],
+      messages: [{ role: 'user', content: 'go' }, ...turns.flat()],
+    })
+    const session = { 'x-session-id': 'rewrites' }
+    try {
+      const first = turn('c0', output(100))
+      assert.equal((await postChat(proxy.url, body([first]), session)).status, 200)
+      // The same call id, after the same results, with another text: it keeps #0001.
+      const later = [turn('c0', output(200)), turn('c1', output(1))]
+      for (const k of [2, 3, 4]) {
+        later.push(turn(`c${k}`, output(k)))
+        assert.equal((await postChat(proxy.url, body(later), session)).status, 200)
+      }
+      const sent = upstream.requests.at(-1)!.json.messages as { content: string }[]
+      const texts = sent.map((m) => (typeof m.content === 'string' ? m.content : ''))
+      assert.ok(
+        texts.some((t) => t.startsWith('[#0001]\nstep 200 line 1 ')),
+        'the rewrite in full',
+      )
+      assert.ok(
+        texts.some((t) => /^\[#0002\] Elided; recall shows it\.$/.test(t)),
+        texts.join('\n'),
+      )
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
   })
 })
