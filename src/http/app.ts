@@ -7,6 +7,7 @@ import { ERROR_KINDS, LembasError, openAIErrorBody, type ErrorKind } from '../er
 import { warnOnce, type Logger } from '../log.js'
 import { admitBody, NOT_ADMITTED } from '../pipeline/admission.js'
 import { handle, type PipelineDeps, type Reply } from '../pipeline/handle.js'
+import { withQueryCredentials } from '../session/identity.js'
 import { turnBegins } from '../pace/index.js'
 import { isAbortError } from '../upstream/index.js'
 import { AUTH_HEADER, sameSiteOnly, sharedSecret } from './auth.js'
@@ -77,7 +78,9 @@ export function createApp(deps: AppDeps): Hono {
       const codings = contentCodings(encoding)
       const coded = codings.length > 0
       // A coded body is let in once decoded, by its size then (its prefixes digested then too).
-      let admitted = coded ? NOT_ADMITTED : await admitBody(door, c.req.raw.headers, deps)
+      // Who it is: its key headers, and keys its URL carries (Gemini's `?key=`).
+      const clientHeaders = withQueryCredentials(c.req.raw.headers, query)
+      let admitted = coded ? NOT_ADMITTED : await admitBody(door, clientHeaders, deps)
       const prefixes = admitted.prefixes
       try {
         const received = await readBody(c, deps.options.maxBodyBytes, prefixes)
@@ -99,7 +102,7 @@ export function createApp(deps: AppDeps): Hono {
         const rawBody = coded
           ? await decodeBody(received, codings, deps.options.maxBodyBytes)
           : received
-        if (coded) admitted = await admitBody(door, c.req.raw.headers, deps, rawBody.length)
+        if (coded) admitted = await admitBody(door, clientHeaders, deps, rawBody.length)
         // Nothing to do after most requests: no listener for them.
         if (admitted.ended) whenAnswered(c, admitted.ended)
         const parsed = admitted.parsed
@@ -109,7 +112,7 @@ export function createApp(deps: AppDeps): Hono {
           {
             rawBody,
             coded: coded ? { bytes: received, encoding: encoding! } : undefined,
-            clientHeaders: c.req.raw.headers,
+            clientHeaders,
             compactionSignal: c.req.header(deps.options.compactionHeader),
             query,
             headers,

@@ -90,9 +90,25 @@ export function responseHeadersForClient(
 function isForwardedRequestHeader(name: string): boolean {
   if (REQUEST_HEADERS.has(name)) return true
   // The client's address is ours to state, not the client's to forge.
-  if (name.startsWith('x-forwarded-') || name === 'x-real-ip') return false
+  if (name.startsWith('x-forwarded-') || NOT_THE_CLIENTS.has(name)) return false
   return name.startsWith('x-')
 }
+
+/**
+ * `x-*` headers a client has no business sending through: its address (which servers behind a
+ * proxy trust), and another path or method than the request's (which some frameworks obey).
+ */
+const NOT_THE_CLIENTS: ReadonlySet<string> = new Set([
+  'x-real-ip',
+  'x-client-ip',
+  'x-originating-ip',
+  'x-cluster-client-ip',
+  'x-original-url',
+  'x-rewrite-url',
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
+])
 
 /** Lower-cased, multi-valued fields joined with ', ', hop-by-hop and Connection-named fields removed. */
 function filterHeaders(

@@ -259,7 +259,10 @@ export async function* streamAnswer(
   /** The door's error event that ends the stream, counted and logged. */
   const failure = (kind: ErrorKind, message: string, own?: UpstreamError, status?: number) => {
     meter.failed = true
-    turn.log.warn('stream-failed', { kind, message, door: turn.door.name, status })
+    // The upstream's own message can echo the key it was sent ("Incorrect API key provided:
+    // sk-…"): only the proxy's own messages are logged.
+    const said = own === undefined ? { message } : {}
+    turn.log.warn('stream-failed', { kind, ...said, door: turn.door.name, status })
     return stream.error(kind, message, own)
   }
   let response = first

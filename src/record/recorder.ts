@@ -50,9 +50,10 @@ export function createRecorder(dir: string, options: RecorderOptions = {}): File
   const log = options.log ?? silentLogger
   const now = options.now ?? (() => new Date())
   const maxBuffer = options.maxBufferBytes ?? 64 * 1024 * 1024
-  mkdirSync(dir, { recursive: true })
+  // Records hold whole prompts and results: readable by the proxy's user only.
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
   const path = join(dir, `${now().toISOString().slice(0, 10)}-${process.pid}.jsonl`)
-  const stream: WriteStream = createWriteStream(path, { flags: 'a', encoding: 'utf8' })
+  const stream: WriteStream = createWriteStream(path, { flags: 'a', encoding: 'utf8', mode: 0o600 })
   let broken = false
   let closed = false
   let dropped = 0

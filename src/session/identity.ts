@@ -21,16 +21,45 @@ export interface SessionSources {
   readonly tenantPrefix?: string | undefined
 }
 
-const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key'] as const
+/** Where `withQueryCredentials` puts a key the client sent in the URL (never forwarded: not x-*). */
+export const QUERY_CREDENTIAL_HEADER = 'lembas-query-credential'
+
+const CREDENTIAL_HEADERS = [
+  'authorization',
+  'x-api-key',
+  'api-key',
+  QUERY_CREDENTIAL_HEADER,
+] as const
 
 const KNOWN: ReadonlySet<string> = new Set(CREDENTIAL_HEADERS)
 
 /**
  * Other headers that go upstream and may carry a key: Gemini's `x-goog-api-key`, LiteLLM's
- * `x-litellm-api-key`, Portkey's `x-portkey-api-key`, an `x-auth-token`. The proxy's own
- * secret (`x-lembas-auth`) never goes upstream and is everyone's: not a tenant's.
+ * `x-litellm-api-key`, Portkey's `x-portkey-api-key`, an `x-auth-token`, a bare `x-token` or
+ * `x-apikey`. The proxy's own secret (`x-lembas-auth`) never goes upstream and is everyone's:
+ * not a tenant's.
  */
-const OTHER_CREDENTIAL = /^x-(?!lembas-auth$)[a-z0-9-]*-(api-?key|key|token|auth|secret)$/
+const OTHER_CREDENTIAL =
+  /^x-(?!lembas-auth$)(?:[a-z0-9-]*-)?(?:api-?key|apikey|key|token|auth|secret)$/
+
+/** Query parameters that carry a key: Gemini's `?key=`, an `?api_key=`, an `?access_token=`. */
+const QUERY_CREDENTIAL = /^(?:key|api[-_]?key|access[-_]?token|token|auth|secret)$/i
+
+/**
+ * The client's headers with the keys its URL carries (forwarded upstream as they came) under
+ * one header of their own, so that another key in the URL is another tenant too. Most requests
+ * carry none: their headers are returned as they are.
+ */
+export function withQueryCredentials(headers: Headers, search: string): Headers {
+  if (search.length < 2) return headers
+  const keys = [...new URLSearchParams(search)].filter(
+    ([name, value]) => value !== '' && QUERY_CREDENTIAL.test(name),
+  )
+  if (keys.length === 0) return headers
+  const out = new Headers(headers)
+  out.set(QUERY_CREDENTIAL_HEADER, new URLSearchParams(keys).toString())
+  return out
+}
 
 /**
  * A tenant is the hash of every credential header the client sends, each with its name: any

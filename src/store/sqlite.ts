@@ -9,7 +9,7 @@
  * reserved field names of common.ts (so no schema change was needed for latest values, and a
  * scope's deletion covers them all).
  */
-import { mkdirSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { LembasError } from '../errors.js'
@@ -118,8 +118,12 @@ export class SqliteStore implements Store {
     this.#onLockWait = options.onLockWait
     let db: Database.Database | undefined
     try {
-      if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
+      // Every tool result and prompt of every session lives here: the proxy's user only. A file
+      // that exists keeps the mode its owner gave it (SQLite's log files take the same).
+      const created = file !== ':memory:' && !existsSync(file)
+      if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 })
       db = new Database(file, { timeout: this.#busyTimeoutMs })
+      if (created) chmodSync(file, 0o600)
       // WAL: readers never block the writer. NORMAL: a commit survives the process being
       // killed (what the proxy must survive); only a power cut can take the last ones, which
       // are then simply rendered again. FULL would fsync every request and cost the

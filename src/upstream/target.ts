@@ -55,8 +55,9 @@ export function upstreamPath(target: UpstreamTarget, path: string): string {
   const queryAt = withoutFragment.indexOf('?')
   const pathname = queryAt === -1 ? withoutFragment : withoutFragment.slice(0, queryAt)
   const query = queryAt === -1 ? '' : withoutFragment.slice(queryAt + 1)
-  // A dot segment would let a client climb out of the base path on the upstream host.
-  if (/(^|\/)(\.|%2e){1,2}(\/|$)/i.test(pathname)) {
+  // A dot segment would let a client climb out of the base path on the upstream host; a server
+  // or a proxy before it that decodes `%2f` (nginx) or takes `\` for `/` sees one in `..%2f`.
+  if (/(^|\/|%2f|%5c|\\)(\.|%2e){1,2}(\/|%2f|%5c|\\|$)/i.test(pathname)) {
     throw new LembasError('invalid_request', 'request path must not contain . or .. segments')
   }
   const joinedPath =

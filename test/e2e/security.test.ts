@@ -13,6 +13,7 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
@@ -30,13 +31,14 @@ import { createStore, type Store } from '../../src/store/index.js'
 import { createUpstream } from '../../src/upstream/index.js'
 import { createWorkspace, type Workspace } from '../../src/workspace/index.js'
 import {
+  chatChunks,
   chatCompletion,
   startFakeUpstream,
   type FakeUpstream,
   type RecordedRequest,
 } from '../helpers/fake-upstream.js'
 import { chatRequests, scriptedModel } from '../helpers/model.js'
-import { loop, postChat } from '../helpers/proxy.js'
+import { loop, postChat, postTo } from '../helpers/proxy.js'
 import { startRedis } from '../helpers/redis-server.js'
 import { startCli, type Running } from '../helpers/cli.js'
 
@@ -175,6 +177,21 @@ describe('API keys are never written down', () => {
         (await postChat(app.url, withResults([{ id: 'c4', output: 'x' }]), headers)).status,
         500,
       )
+      // An upstream whose error echoes the key it got, in the recall round of a stream.
+      const recall = [{ id: 'r9', name: 'recall', arguments: ['{"id":"#0001"}'] }]
+      const echo = `Incorrect API key provided: Bearer ${KEYS.authorization}`
+      upstream.setScript((_request, index) =>
+        index === upstream.requests.length - 1 &&
+        _request.json.messages.at(-1).tool_call_id === 'r9'
+          ? { status: 401, json: { error: { message: echo, type: 'invalid_request_error' } } }
+          : { sse: chatChunks({ toolCalls: recall }) },
+      )
+      const echoed = await postChat(
+        app.url,
+        { ...withResults([{ id: 'c5', output: 'five' }]), stream: true },
+        headers,
+      )
+      assert.match(echoed.text, /Incorrect API key/, 'the client gets the upstream’s message')
     } finally {
       await app.close()
       await recorder.close()
@@ -188,6 +205,11 @@ describe('API keys are never written down', () => {
       .map((file) => readFileSync(join(recordDir, file), 'utf8'))
       .join('')
     return { logs: lines.join(''), records }
+  }
+
+  function recordFiles(name: string): string[] {
+    const recordDir = join(dir, `records-${name}`)
+    return readdirSync(recordDir).map((file) => join(recordDir, file))
   }
 
   function assertNoKey(where: string, text: string): void {
@@ -206,6 +228,7 @@ describe('API keys are never written down', () => {
     await store.close()
     assert.match(logs, /"event":"request"/, 'the log was captured')
     assert.match(logs, /"event":"request-failed"/)
+    assert.match(logs, /"event":"stream-failed"/)
     assert.match(records, /result one/, 'the records were captured')
     assert.match(records, /"api_key":"REDACTED"/)
     assertNoKey('the log', logs)
@@ -213,6 +236,10 @@ describe('API keys are never written down', () => {
     // The database and whatever WAL or shared-memory files it left, byte by byte.
     const files = readdirSync(dir).filter((name) => name.startsWith('store.db'))
     assert.ok(files.includes('store.db'))
+    // Readable by the proxy's user only, whatever the umask: every result and prompt is there.
+    const modes = [...files.map((name) => join(dir, name)), recordFiles('sqlite')].flat()
+    for (const path of modes) assert.equal(statSync(path).mode & 0o777, 0o600, path)
+    assert.equal(statSync(join(dir, 'records-sqlite')).mode & 0o777, 0o700)
     for (const name of files) {
       const bytes = readFileSync(join(dir, name))
       if (name === 'store.db') assert.ok(bytes.includes('result one'), 'the results are stored')
@@ -387,6 +414,35 @@ describe('tenants', () => {
     // A goes on with its own numbering: nothing B did took an id from it.
     assert.deepEqual(toolTexts(a2), ['[#0001]\nA private', '[#0002]\nA again'])
     assert.doesNotMatch(JSON.stringify(a2), /B own/)
+  })
+
+  test('a key in the URL (Gemini’s ?key=) is a tenant: another one cannot recall the session’s results', async () => {
+    upstream.requests.length = 0
+    upstream.setScript(
+      scriptedModel([
+        { content: 'x' },
+        { calls: [{ name: 'recall', args: { id: '#0001' } }] },
+        { content: 'y' },
+      ]),
+    )
+    const session = { 'x-session-id': 'url-keys' }
+    const url = (key: string) => `${app.url}/v1/chat/completions?key=${key}`
+    await postTo(url('KA'), withResults([{ id: 'q', output: 'URL-A secret' }]), session)
+    const other = await postTo(
+      url('KB'),
+      { model: 'm', tools: TOOLS, messages: [{ role: 'user', content: 'recall #0001' }] },
+      session,
+    )
+    assert.equal(other.status, 200)
+    const requests = upstream.requests.filter((r) => r.pathname.endsWith('/chat/completions'))
+    assert.deepEqual(
+      requests.map((r) => new URL(r.path, 'http://x').searchParams.get('key')),
+      ['KA', 'KB', 'KB'],
+      'each key goes upstream as it came',
+    )
+    const recallAnswer = chatRequests(upstream.requests).at(-1).messages.at(-1)
+    assert.match(recallAnswer.content, /No stored result #0001 in this session\./)
+    assert.doesNotMatch(JSON.stringify(chatRequests(upstream.requests).slice(1)), /URL-A secret/)
   })
 
   test('without any key, a session is not shared with a keyed client', async () => {

@@ -68,6 +68,14 @@ describe('requestHeadersForUpstream', () => {
       'x-forwarded-for': '10.0.0.1',
       'x-forwarded-proto': 'https',
       'x-real-ip': '10.0.0.1',
+      'x-client-ip': '10.0.0.1',
+      'x-originating-ip': '10.0.0.1',
+      'x-cluster-client-ip': '10.0.0.1',
+      'x-original-url': '/admin',
+      'x-rewrite-url': '/admin',
+      'x-http-method-override': 'DELETE',
+      'x-http-method': 'DELETE',
+      'x-method-override': 'DELETE',
       'openai-something-else': 'no',
     })
     assert.deepEqual(forwarded, { authorization: 'Bearer k' })

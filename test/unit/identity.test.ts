@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import { sha256Hex, TEXT_SLICE } from '../../src/context/index.js'
-import { shortHash, tenantOf } from '../../src/session/identity.js'
+import { shortHash, tenantOf, withQueryCredentials } from '../../src/session/identity.js'
 import { toolMessageKey, toolMessageKeyPaced } from '../../src/session/fingerprints.js'
 import type { ChatMessage } from '../../src/wire/chat.js'
 
@@ -39,6 +39,37 @@ test('a key in any other header that goes upstream makes a tenant too (Gemini, L
   assert.equal(tenant({ 'x-session-id': 's', 'x-lembas-auth': 'shared' }), 'anonymous')
   assert.equal(tenant({ 'x-api-key': 'k', 'x-stainless-lang': 'js' }), tenant({ 'x-api-key': 'k' }))
   assert.equal(tenant({ authorization: 'Bearer k', 'x-title': 't' }), 't' + shortHash('Bearer k'))
+})
+
+test('a bare x-token, x-auth, x-key or x-apikey makes a tenant; so does a key in the URL', () => {
+  const all = [
+    tenant({}),
+    tenant({ 'x-token': 'a' }),
+    tenant({ 'x-token': 'b' }),
+    tenant({ 'x-auth': 'a' }),
+    tenant({ 'x-key': 'a' }),
+    tenant({ 'x-apikey': 'a' }),
+  ]
+  assert.equal(new Set(all).size, all.length, all.join(' '))
+  const ofUrl = (search: string, headers: Record<string, string> = {}) =>
+    tenantOf(withQueryCredentials(new Headers(headers), search))
+  const urls = [
+    ofUrl(''),
+    ofUrl('?key=KA'),
+    ofUrl('?key=KB'),
+    ofUrl('?api_key=KA'),
+    ofUrl('?access_token=KA'),
+    ofUrl('?key=KA', { authorization: 'Bearer k' }),
+  ]
+  assert.equal(new Set(urls).size, urls.length, urls.join(' '))
+  // Other parameters (Claude Code's ?beta=true) and an empty key leave the tenant as it was.
+  assert.equal(
+    ofUrl('?beta=true', { authorization: 'Bearer k' }),
+    tenant({ authorization: 'Bearer k' }),
+  )
+  assert.equal(ofUrl('?key='), 'anonymous')
+  const headers = new Headers({ authorization: 'Bearer k' })
+  assert.equal(withQueryCredentials(headers, '?beta=true'), headers, 'no copy when there is none')
 })
 
 test("a tool message's key is the one earlier versions stored its rendering under", () => {

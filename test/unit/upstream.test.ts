@@ -82,6 +82,11 @@ describe('upstreamPath', () => {
       assert.throws(() => upstreamPath(target, path), isKind('invalid_request'), path)
     }
     assert.equal(upstreamPath(target, '/a..b/.well'), '/v1/a..b/.well')
+    // Where a server or a proxy before it decodes `%2f` (nginx) or takes `\` for `/`.
+    for (const path of ['/..%2f..%2fteam-b', '/%2e%2e%2F%2e%2e%2fx', '/a%5c..%5cb', '/a\\..\\b']) {
+      assert.throws(() => upstreamPath(target, path), isKind('invalid_request'), path)
+    }
+    assert.equal(upstreamPath(target, '/files/a%2fb..c'), '/v1/files/a%2fb..c')
   })
 
   test('keeps credentials out of the display URL', () => {
