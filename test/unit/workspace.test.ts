@@ -1,10 +1,22 @@
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
+import fsPromises, { open } from 'node:fs/promises'
 import { execFileSync } from 'node:child_process'
+import { syncBuiltinESMExports } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, describe, test } from 'node:test'
+import { after, describe, mock, test } from 'node:test'
 import { countFileLines, createWorkspace } from '../../src/workspace/index.js'
+import { openedWithin } from '../../src/workspace/files.js'
 
 describe('workspace', () => {
   const base = realpathSync(mkdtempSync(join(tmpdir(), 'lembas-ws-')))
@@ -73,6 +85,90 @@ describe('workspace', () => {
       'src/none\0.ts',
     ])
       assert.equal(await ws.missing!(path), false, path)
+  })
+
+  test('a folder swapped for a link out between the path check and the open: nothing is read', async () => {
+    const swapped = join(root, 'swapped')
+    const outside = join(base, 'swap-out')
+    mkdirSync(swapped)
+    mkdirSync(outside)
+    writeFileSync(join(swapped, 'f.txt'), 'inside\n')
+    writeFileSync(join(outside, 'f.txt'), 'OUTSIDE-SECRET\n')
+    const ws = await createWorkspace([root])
+    // The race made certain: once realpath has passed the folder, it becomes a link out (as a
+    // swapper running beside the proxy would do), before the open.
+    const realpath = fsPromises.realpath
+    mock.method(fsPromises, 'realpath', async (path: string) => {
+      const answer = await realpath(path)
+      if (answer === join(swapped, 'f.txt')) {
+        renameSync(swapped, swapped + '.real')
+        symlinkSync(outside, swapped)
+      }
+      return answer
+    })
+    syncBuiltinESMExports()
+    try {
+      assert.equal(await ws.read('swapped/f.txt'), undefined)
+    } finally {
+      mock.restoreAll()
+      syncBuiltinESMExports()
+    }
+    rmSync(swapped)
+    renameSync(swapped + '.real', swapped)
+    assert.equal((await ws.read('swapped/f.txt'))?.content, 'inside\n', 'and read once it is back')
+  })
+
+  test('openedWithin: the kernel names the opened file; elsewhere it must still be at the path', async () => {
+    mkdirSync(join(root, 'dev-ino'))
+    mkdirSync(join(base, 'dev-ino-out'))
+    writeFileSync(join(root, 'dev-ino', 'f.txt'), 'inside\n')
+    writeFileSync(join(base, 'dev-ino-out', 'f.txt'), 'outside\n')
+    symlinkSync(join(base, 'dev-ino-out'), join(root, 'dev-ino-link'))
+    const checked = join(root, 'dev-ino', 'f.txt')
+    const viaLink = await open(join(root, 'dev-ino-link', 'f.txt'))
+    const inside = await open(checked)
+    try {
+      const [outStat, inStat] = await Promise.all([viaLink.stat(), inside.stat()])
+      // Without the kernel's answer: the opened file is not the one at the checked path.
+      assert.equal(await openedWithin(viaLink.fd, outStat, checked, [root], false), false)
+      assert.equal(await openedWithin(inside.fd, inStat, checked, [root], false), true)
+      // Nor when a folder on the checked path is a link out now, naming the opened file.
+      renameSync(join(root, 'dev-ino'), join(root, 'dev-ino.real'))
+      symlinkSync(join(base, 'dev-ino-out'), join(root, 'dev-ino'))
+      assert.equal(await openedWithin(viaLink.fd, outStat, checked, [root], false), false)
+      if (existsSync('/proc/self/fd')) {
+        // With it: the opened file is outside, whatever the path it was opened by.
+        const viaPath = join(root, 'dev-ino-link', 'f.txt')
+        assert.equal(await openedWithin(viaLink.fd, outStat, viaPath, [root], true), false)
+        assert.equal(await openedWithin(inside.fd, inStat, checked, [root], true), true)
+      }
+    } finally {
+      await viaLink.close()
+      await inside.close()
+    }
+  })
+
+  test('/proc, /sys and /dev are never read nor looked at, even under a root of /', async () => {
+    const ws = await createWorkspace(['/'])
+    for (const path of [
+      '/proc/self/environ',
+      '/proc/self/status',
+      '/proc/version',
+      '/sys/power/state',
+    ])
+      assert.equal(await ws.read(path), undefined, path)
+    if (existsSync('/dev/shm')) {
+      const shm = mkdtempSync('/dev/shm/lembas-ws-')
+      try {
+        writeFileSync(join(shm, 'f.txt'), 'in /dev\n')
+        assert.equal(await ws.read(join(shm, 'f.txt')), undefined, '/dev/shm')
+      } finally {
+        rmSync(shm, { recursive: true, force: true })
+      }
+    }
+    assert.equal(await ws.missing!('/proc/self/none'), false)
+    assert.equal(await ws.missing!('/sys/none'), false)
+    assert.equal((await ws.read(join(root, 'src', 'a.ts')))?.lines, 2, 'the rest of / is read')
   })
 
   test('line counts: a final newline ends a line, empty is zero', () => {
