@@ -19,9 +19,12 @@ const DECODERS: Readonly<Record<string, Decode | undefined>> = {
   gzip: zlib.gunzip,
   'x-gzip': zlib.gunzip,
   // RFC 9110's deflate is zlib-wrapped; some clients send the raw stream.
+  // A zlib stream past the limit is too large, not raw: only a stream zlib refuses is tried so.
   deflate: (bytes, options, done) =>
     zlib.inflate(bytes, options, (error, result) =>
-      error ? zlib.inflateRaw(bytes, options, done) : done(null, result),
+      error && (error as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE'
+        ? zlib.inflateRaw(bytes, options, done)
+        : done(error, result),
     ),
   br: zlib.brotliDecompress,
   zstd: (zlib as ZstdZlib).zstdDecompress,

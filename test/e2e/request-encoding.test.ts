@@ -185,6 +185,11 @@ describe('compressed request bodies', () => {
       assert.equal(large.status, 413)
       const largeJson = (await large.json()) as { error: { message: string } }
       assert.match(largeJson.error.message, /once decoded from gzip/)
+      // deflate as well: a zlib stream past the limit is not then taken for a raw one.
+      const deflated = await post(door, zlib.deflateSync(Buffer.from(JSON.stringify(padded))), {
+        'content-encoding': 'deflate',
+      })
+      assert.equal(deflated.status, 413)
       assert.equal(upstream.requests.length, sent, 'nothing reached the upstream')
     })
 
