@@ -3,6 +3,19 @@ import { TEXT_NAMES } from '../context/index.js'
 
 const count = z.int().positive()
 
+/**
+ * A text whose placeholders are among `names`: `fill` throws on one it has no value for, which
+ * would fail a turn; a typo in loop.json fails at start-up instead.
+ */
+const template = (...names: string[]) =>
+  z
+    .string()
+    .min(1)
+    .refine(
+      (text) => [...text.matchAll(/\{(\w+)\}/g)].every((m) => names.includes(m[1]!)),
+      `placeholders: ${names.map((name) => `{${name}}`).join(', ')}`,
+    )
+
 const CapSchema = z.strictObject({
   max_lines: count,
   max_chars: count,
@@ -93,6 +106,19 @@ export const ProxySchema = z.strictObject({
       first_wait_ms: z.int().min(0),
       max_wait_ms: z.int().min(0),
     }),
+    /**
+     * What one round answers at most: the window bounds an answer in lines only, and a model
+     * that recalled a 4 MB one-line result 100 times in a round made a 419 MB request. The
+     * calls past max_calls get too_many_answer each ({max}, {target}; no id, nothing stored);
+     * the answers share round_chars characters, in call order: one past what is left shows
+     * the whole lines that fit and cut_note ({next}, {max}), a line longer than a round shows
+     * its start and line_cut_note ({line}, {shown}, {length}, {next}).
+     */
+    max_calls: count,
+    too_many_answer: template('max', 'target'),
+    round_chars: count,
+    cut_note: template('next', 'max'),
+    line_cut_note: template('line', 'shown', 'length', 'next'),
     description: z.string().min(1),
     /** Each parameter's description; one left out is sent without (every token counts). */
     parameters: z.strictObject({

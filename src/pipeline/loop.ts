@@ -158,7 +158,8 @@ export class RecallLoop {
     this.visible.push(...shown)
     const said = turn.door.assistantItems(end.parts)
     this.recalled = recalls.length > 0
-    if (recalls.length > 0) {
+    const recall = turn.recall // not null when there are recalls (isRecall)
+    if (recalls.length > 0 && recall) {
       meter.recalls += recalls.length
       // A retried round's call gets the answer (and id) it got before; another call under a
       // reused id (servers that name every call `call_0`) gets its own.
@@ -169,7 +170,7 @@ export class RecallLoop {
       )
       // The last round the proxy answers says so, and the model is asked once more: a model
       // that goes on recalling would otherwise end its turn with nothing to show.
-      const maxRounds = turn.recall?.maxRounds ?? 1
+      const maxRounds = recall.maxRounds
       const replies = await answerRecalls(
         recalls,
         claims,
@@ -177,12 +178,16 @@ export class RecallLoop {
         turn.store,
         turn.rules,
         turn.nextIds,
-        round + 1 === maxRounds ? turn.recall?.lastRoundNote : undefined,
+        recall.limits,
+        round + 1 === maxRounds ? recall.lastRoundNote : undefined,
       )
       const answered = turn.door.replyItems(replies)
       this.#hidden.push(...said, ...answered)
+      // Calls past max_calls got the refusal: an operator sees the model flood.
+      const refused = Math.max(0, recalls.length - recall.limits.maxCalls)
       turn.log.info('recall-answered', {
         calls: recalls.length,
+        ...(refused > 0 ? { refused } : {}),
         round: round + 1,
         door: turn.door.name,
       })
@@ -194,7 +199,7 @@ export class RecallLoop {
         }
         // An empty turn: agents ask again (Qwen Code the whole turn, four times), or put a
         // text of their own in its place, which no longer matches the exchange recorded.
-        this.closing = turn.recall?.limitAnswer
+        this.closing = recall.limitAnswer
         if (this.closing !== undefined) this.visible.push(turn.door.textPart(this.closing))
       }
     } else this.#hidden.push(...said)

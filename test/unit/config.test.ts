@@ -109,6 +109,12 @@ describe('loop.json', () => {
     assert.throws(() => parseLoop(JSON.stringify(broken)), /context\.cap/)
     assert.throws(() => parseLoop('{'), /not valid JSON/)
   })
+
+  test('a recall text with a placeholder the proxy does not fill stops start-up, not a turn', () => {
+    const broken = structuredClone(loadLoop()) as any
+    broken.proxy.recall.cut_note = 'offset {nxt} shows the rest'
+    assert.throws(() => parseLoop(JSON.stringify(broken)), /proxy\.recall\.cut_note: placeholders/)
+  })
 })
 
 describe('README', () => {

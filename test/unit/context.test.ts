@@ -182,4 +182,37 @@ describe('recall', () => {
       '[#0005 recall #0001 lines 2-2 of 3]\nout 2',
     )
   })
+
+  test('past its budget (beyond the spec): the whole lines that fit and the offset of the rest; a line too long for any round shows its start', () => {
+    const t = loadLoop().proxy.recall
+    const budget = (chars: number) => ({
+      chars,
+      max: 100,
+      cutNote: t.cut_note,
+      lineCutNote: t.line_cut_note,
+    })
+    const stored = 'aaaaaaaaaa\nbbbbbbbbbb\ncccccccccc\n'
+    const request = { id: '#0005', target: '#0001', stored }
+    const whole = renderRecall(request, rules)
+    assert.equal(renderRecall({ ...request, budget: budget(whole.length) }, rules), whole)
+    const cut = (next: number) => t.cut_note.replace('{next}', String(next)).replace('{max}', '100')
+    // The preamble counts: bracket (35), preamble (24) and one line fit in 75, two do not.
+    const preamble = 'Input: {"command":"x"}'
+    assert.equal(
+      renderRecall({ ...request, preamble, budget: budget(75) }, rules),
+      `[#0005 recall #0001 lines 1-1 of 3]\n${preamble}\n\naaaaaaaaaa\n${cut(2)}`,
+    )
+    // No line fits what is left, but a round would show it whole: the next round.
+    assert.equal(renderRecall({ ...request, budget: budget(20) }, rules), `[#0005] ${cut(1)}`)
+    const long = { ...request, stored: 'é'.repeat(150) + '\nz' }
+    const note = t.line_cut_note
+      .replace('{line}', '1')
+      .replace('{shown}', '14')
+      .replace('{length}', '150')
+      .replace('{next}', '2')
+    assert.equal(
+      renderRecall({ ...long, budget: budget(50) }, rules),
+      `[#0005 recall #0001 lines 1-1 of 2]\n${'é'.repeat(14)}\n${note}`,
+    )
+  })
 })
