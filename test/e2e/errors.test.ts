@@ -33,6 +33,23 @@ const chat = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 })
 
+/** A streamed answer of 50 slow chunks, left by the client after its first. */
+async function leaveMidStream(url: string, upstream: FakeUpstream): Promise<void> {
+  upstream.setScript(() => ({
+    sse: chatChunks({ content: Array.from({ length: 50 }, (_, i) => `w${i} `) }),
+    delayMs: 40,
+  }))
+  const controller = new AbortController()
+  const response = await fetch(url + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(chat({ stream: true })),
+    signal: controller.signal,
+  })
+  await response.body!.getReader().read()
+  controller.abort()
+}
+
 function assertOpenAIError(json: any, code: string): void {
   assert.equal(typeof json?.error?.message, 'string')
   assert.equal(typeof json.error.type, 'string')
@@ -161,20 +178,7 @@ describe('errors reach the client in the OpenAI shape', () => {
 
   test('a client that goes away mid-stream aborts the upstream stream', async () => {
     upstream.requests.length = 0
-    upstream.setScript(() => ({
-      sse: chatChunks({ content: Array.from({ length: 50 }, (_, i) => `w${i} `) }),
-      delayMs: 40,
-    }))
-    const controller = new AbortController()
-    const response = await fetch(proxy.url + '/v1/chat/completions', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(chat({ stream: true })),
-      signal: controller.signal,
-    })
-    const reader = response.body!.getReader()
-    await reader.read()
-    controller.abort()
+    await leaveMidStream(proxy.url, upstream)
     for (let i = 0; i < 100 && !upstream.requests[0]?.aborted; i++) await sleep(20)
     assert.equal(upstream.requests[0]?.aborted, true)
   })
@@ -349,19 +353,7 @@ describe('a client that leaves is its own abort, not a failure', () => {
 
   test('a stream the client left before its end is logged and counted as 499, like a whole answer', async () => {
     lines.length = 0
-    upstream.setScript(() => ({
-      sse: chatChunks({ content: Array.from({ length: 50 }, (_, i) => `w${i} `) }),
-      delayMs: 40,
-    }))
-    const controller = new AbortController()
-    const response = await fetch(proxy.url + '/v1/chat/completions', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(chat({ stream: true })),
-      signal: controller.signal,
-    })
-    await response.body!.getReader().read()
-    controller.abort()
+    await leaveMidStream(proxy.url, upstream)
     for (let i = 0; i < 100 && requestLines(lines).length === 0; i++) await sleep(20)
     assert.deepEqual(
       requestLines(lines).map((l) => [l.stream, l.status]),
