@@ -127,6 +127,15 @@ function placeOf(config: Config): string {
   return `${hostname()}/${config.host}:${config.port}`
 }
 
+/**
+ * Where the figures are kept over a restart, and the name they had before: an `--observe` run's
+ * "would save" apart from real savings, so a switch either way does not add one to the other.
+ */
+function figuresOf(config: Config): [name: string, former: string | undefined] {
+  if (config.observe) return [placeOf(config) + '/observe', undefined]
+  return [placeOf(config), `${config.host}:${config.port}`]
+}
+
 /** One proxy for every agent of a team: the APIs given an upstream of their own. */
 function ownRoutes(config: Config): { path: string; url: string }[] {
   return [
@@ -180,7 +189,7 @@ async function run(config: Config, version: string): Promise<void> {
   const store = await openStore(config, stats)
   const keeper =
     own && config.stats === 'store' && store.kind !== 'memory'
-      ? await keepStats(own, store, placeOf(config), log, `${config.host}:${config.port}`)
+      ? await keepStats(own, store, ...figuresOf(config), log)
       : undefined
   const settings = pipelineSettings(loop, {
     sessionHeader: config.sessionHeader,
@@ -295,8 +304,7 @@ async function runWorkers(config: Config, log: ReturnType<typeof createLogger>):
     maxSessions: config.statsSessions,
   })
   const store = config.stats === 'store' ? await openStore(config) : undefined
-  const keeper =
-    store && (await keepStats(stats, store, placeOf(config), log, `${config.host}:${config.port}`))
+  const keeper = store && (await keepStats(stats, store, ...figuresOf(config), log))
   runPrimary({
     workers: config.workers,
     stats,

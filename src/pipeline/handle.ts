@@ -219,6 +219,9 @@ async function run(
   seen: Seen,
   started: number,
 ): Promise<Reply> {
+  // The door's path with the client's query string (Claude Code's `?beta=true`), every round.
+  const upstreamPath = door.path + (input.query ?? '')
+  if (deps.observe) return observe(door, input, deps, seen, upstreamPath)
   const prepared = await prepare(
     {
       door,
@@ -230,28 +233,11 @@ async function run(
     deps,
   ).finally(input.parsed)
   seen.stream = door.stream(prepared.request)
-  // The door's path with the client's query string (Claude Code's `?beta=true`), every round.
-  const upstreamPath = door.path + (input.query ?? '')
   seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
-  if (prepared.kind === 'plain' || deps.observe) {
-    if (prepared.kind === 'rebuilt') observed(deps, seen, door, input, prepared)
-    else seen.messages = itemCount(prepared.request, door)
-    // No tools (nothing to shape, no recall to offer), or observing: the client's bytes go.
-    const coded = input.coded
-    const response = await deps.upstream.send({
-      method: 'POST',
-      path: upstreamPath,
-      headers: {
-        ...input.headers,
-        'content-type': 'application/json',
-        ...(coded ? { 'content-encoding': coded.encoding } : {}),
-      },
-      body: coded?.bytes ?? input.rawBody,
-      signal: input.signal,
-    })
-    if (prepared.kind === 'plain' || response.status !== 200) return { kind: 'upstream', response }
-    const watched = watchUsage(door, prepared.request, response, seen.meter)
-    return { kind: 'upstream', response: { ...response, body: watched.body }, ended: watched.ended }
+  if (prepared.kind === 'plain') {
+    // No tools: nothing to shape, no recall to offer; the client's bytes go.
+    seen.messages = itemCount(prepared.request, door)
+    return { kind: 'upstream', response: await forwardAsSent(input, deps, upstreamPath) }
   }
   const { request, session } = prepared
   seen.messages = prepared.items
@@ -295,6 +281,83 @@ async function run(
   const first = await send(turn)
   if (first.status !== 200) return { kind: 'upstream', response: first }
   return { kind: 'sse', headers: first.headers, events: streamAnswer(turn, first, seen.meter) }
+}
+
+/** The client's bytes upstream, as they came (coded as they came too). */
+function forwardAsSent(
+  input: RequestInput,
+  deps: PipelineDeps,
+  path: string,
+): Promise<UpstreamResponse> {
+  const coded = input.coded
+  return deps.upstream.send({
+    method: 'POST',
+    path,
+    headers: {
+      ...input.headers,
+      'content-type': 'application/json',
+      ...(coded ? { 'content-encoding': coded.encoding } : {}),
+    },
+    body: coded?.bytes ?? input.rawBody,
+    signal: input.signal,
+  })
+}
+
+/**
+ * `--observe`: the client's bytes go upstream at once, and the request is shaped beside them, in
+ * shadow, for the stats. What fails there (a store down, a SQLite file another process holds
+ * locked) is logged and never reaches the agent: a first day without risk.
+ */
+async function observe(
+  door: Door,
+  input: RequestInput,
+  deps: PipelineDeps,
+  seen: Seen,
+  path: string,
+): Promise<Reply> {
+  const shadow = prepare(
+    {
+      door,
+      bytes: input.rawBody,
+      headers: input.clientHeaders,
+      compactionSignal: input.compactionSignal,
+      prefixes: input.prefixes,
+    },
+    deps,
+  )
+    .finally(input.parsed)
+    .then(
+      (prepared) => {
+        seen.stream = door.stream(prepared.request)
+        seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
+        if (prepared.kind === 'rebuilt') observed(deps, seen, door, input, prepared)
+        else seen.messages = itemCount(prepared.request, door)
+        return prepared.request
+      },
+      (error: unknown) => {
+        if (!isAbortError(error))
+          deps.log.warn('observe-shadow-failed', {
+            door: door.name,
+            kind: error instanceof LembasError ? error.kind : 'internal',
+            message: error instanceof Error ? error.message : String(error),
+          })
+        return undefined
+      },
+    )
+  let response: UpstreamResponse
+  try {
+    response = await forwardAsSent(input, deps, path)
+  } catch (error) {
+    await shadow // its line and stats first: the request's own goes after it
+    throw error
+  }
+  if (response.status !== 200) {
+    await shadow
+    return { kind: 'upstream', response }
+  }
+  const watched = watchUsage(door, shadow, response, seen.meter)
+  const ended = Promise.all([watched.ended, shadow]).then(() => undefined)
+  return { kind: 'upstream', response: { ...response, body: watched.body }, ended }
 }
 
 /** The items a request carries (its messages, or its input), whether or not it is shaped. */

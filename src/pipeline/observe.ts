@@ -15,7 +15,7 @@ const MAX_READ_BYTES = 64 * 1024 * 1024
  */
 export function watchUsage(
   door: Door,
-  request: Json,
+  request: Promise<Json | undefined>,
   response: UpstreamResponse,
   meter: Meter,
 ): { body: Readable; ended: Promise<void> } {
@@ -54,7 +54,7 @@ async function wholeUsage(door: Door, source: Readable, meter: Meter): Promise<v
 
 async function streamUsage(
   door: Door,
-  request: Json,
+  request: Promise<Json | undefined>,
   source: Readable,
   meter: Meter,
 ): Promise<void> {
@@ -64,7 +64,10 @@ async function streamUsage(
   source.once('end', () => copy.end())
   source.once('close', () => copy.end())
   source.once('error', () => copy.end())
-  const stream = door.openStream(request, () => false)
+  // The request as the shadow read it (the copy holds the events meanwhile); none if it failed.
+  const read = await request
+  if (read === undefined) return void copy.resume()
+  const stream = door.openStream(read, () => false)
   for await (const event of decodeSse(copy)) stream.take(event)
   meter.usage = stream.endRound().usage
 }

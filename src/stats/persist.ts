@@ -24,8 +24,8 @@ export async function keepStats(
   stats: StatsCollector,
   store: Store,
   name: string,
+  formerName: string | undefined,
   log: Logger,
-  formerName?: string,
 ): Promise<StatsKeeper> {
   const key = 'figures:' + name
   try {

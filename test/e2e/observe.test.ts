@@ -11,7 +11,9 @@ import { test } from 'node:test'
 import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
 import { startProxyCli, stopCli } from '../helpers/cli.js'
-import { promptBlock } from '../helpers/proxy.js'
+import { promptBlock, startProxy } from '../helpers/proxy.js'
+import { createStore } from '../../src/store/index.js'
+import { createLogger } from '../../src/log.js'
 
 const FILE = Array.from({ length: 400 }, (_, i) => `line ${i + 1} of a.txt`).join('\n') + '\n'
 const COMMANDS = ['cat a.txt', 'ls', 'cat a.txt', 'ls']
@@ -131,5 +133,41 @@ test('--observe: every door forwards the agent bytes, shapes in shadow, and /sta
     assert.ok(!stats.sessions[0].session.startsWith('o.'), stats.sessions[0].session)
   } finally {
     await stopCli(proxy)
+  }
+})
+
+test('--observe: a store that fails (down, locked) never reaches the agent: its bytes go upstream, the shadow failure is logged', async () => {
+  for (const door of DOORS) {
+    const upstream = await startFakeUpstream()
+    upstream.setScript(script(door))
+    const store = await createStore('memory:', { idleTtlMs: 86_400_000 })
+    const lines: string[] = []
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store,
+      observe: true,
+      log: createLogger('info', (line) => void lines.push(line)),
+    })
+    await store.close()
+    try {
+      const { sent, got } = await session(door, proxy.url, upstream)
+      assert.equal(got.length, sent.length, `${door.name}: every request went upstream`)
+      got.forEach((request, i) =>
+        assert.equal(
+          JSON.stringify(request.json[door.historyField]),
+          sent[i],
+          `${door.name}: request ${i} as the agent sent it`,
+        ),
+      )
+      const failed = lines.map((line) => JSON.parse(line)).filter((l) => l.level !== 'info')
+      assert.ok(failed.length > 0, 'the shadow failures are logged')
+      assert.ok(
+        failed.every((l) => l.event === 'observe-shadow-failed' && l.kind === 'store_unavailable'),
+        JSON.stringify(failed),
+      )
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
   }
 })

@@ -52,6 +52,28 @@ test('the figures survive a restart on SQLite; --stats memory starts from zero',
     assert.equal((await snapshot(upgraded.url)).totals.requests, 2)
     await stopCli(upgraded)
 
+    // An --observe run's "would save" is kept apart: switched on, from zero; switched off again,
+    // the real figures as they were, none of the shadow's added.
+    const observing = await startProxyCli(upstream.url, store, ['--observe'])
+    assert.equal((await snapshot(observing.url)).totals.requests, 0)
+    await postChat(observing.url, chatWithResults([{ id: 'o', output: 'out o' }]), {
+      'x-session-id': 'kept-o',
+    })
+    // Observed requests are counted once their shadow is done, which may end after the answer.
+    let counted = 0
+    for (let i = 0; i < 100 && counted === 0; i++) {
+      counted = (await snapshot(observing.url)).totals.requests
+      if (counted === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    assert.equal(counted, 1)
+    await stopCli(observing)
+    const observedAgain = await startProxyCli(upstream.url, store, ['--observe'])
+    assert.equal((await snapshot(observedAgain.url)).totals.requests, 1)
+    await stopCli(observedAgain)
+    const real = await startProxyCli(upstream.url, store)
+    assert.equal((await snapshot(real.url)).totals.requests, 2)
+    await stopCli(real)
+
     const fresh = await startProxyCli(upstream.url, store, ['--stats', 'memory'])
     assert.equal((await snapshot(fresh.url)).totals.requests, 0)
     await stopCli(fresh)
