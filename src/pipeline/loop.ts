@@ -22,7 +22,7 @@ import { setTimeout } from 'node:timers/promises'
 import { bodyBytes, type UpstreamBody } from './body.js'
 import { parseAnswer } from './json.js'
 import { answerRecalls, type RecallSetup } from './recall.js'
-import { sumUsage } from './usage.js'
+import { roundsUsage, sumUsage } from './usage.js'
 
 /** Everything one request's upstream exchange needs, whatever its door. */
 export interface Turn {
@@ -153,7 +153,7 @@ export class RecallLoop {
       part.call && this.isRecall(part.call.function.name) ? [part.call] : [],
     )
     if (round === 0 && recalls.length === 0) return 'untouched'
-    this.usage = sumUsage(this.usage, end.usage)
+    this.usage = roundsUsage(this.usage, end.usage)
     const shown = end.parts.filter((part) => !part.call || !this.isRecall(part.call.function.name))
     this.visible.push(...shown)
     const said = turn.door.assistantItems(end.parts)

@@ -240,8 +240,8 @@ for (const stream of [false, true]) {
         // Input from each round's message_start, output from its message_delta: both rounds.
         assert.deepEqual(
           client.events.at(-2).usage,
-          { input_tokens: 200, output_tokens: 20 },
-          'usage summed',
+          { input_tokens: 100, output_tokens: 20 },
+          'the last round’s input, both rounds’ output',
         )
       }
       await client.ask('Thanks')

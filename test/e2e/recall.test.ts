@@ -401,7 +401,7 @@ describe('a request sent again (the agent retried it)', () => {
 })
 
 describe('streaming details', () => {
-  test('usage is summed over recall rounds, one [DONE], chunk ids of the first round', async () => {
+  test('usage: the last round’s input and every round’s output; one [DONE], chunk ids of the first round', async () => {
     const upstream = await startFakeUpstream()
     const proxy = await startProxy({
       upstreamUrl: upstream.url,
@@ -432,7 +432,8 @@ describe('streaming details', () => {
       assert.equal(data.filter((d) => d === '[DONE]').length, 1)
       const chunks = data.slice(0, -1).map((d) => JSON.parse(d))
       const usage = chunks.filter((c) => c.usage).map((c) => c.usage)
-      assert.deepEqual(usage, [{ prompt_tokens: 200, completion_tokens: 20, total_tokens: 220 }])
+      // The input as the last round had it (the context now: agents compact by it), the output of both.
+      assert.deepEqual(usage, [{ prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 }])
       assert.deepEqual(new Set(chunks.map((c) => c.id)), new Set(['chatcmpl-fake']))
       assert.equal(assembleStream(reply.text).content, 'Nothing stored yet.')
       const first = upstream.requests[0]!.json.messages[0]
