@@ -62,14 +62,14 @@ const MIN_STAND_INS = 2
 
 /**
  * The tool results of `view` not elided, with their items' upstream offsets (`offsets[i]`:
- * the bytes before client item i).
+ * the bytes before client item i); never those `kept` names (rewrites, summaries).
  */
 export function liveResults(
   view: { readonly messages: readonly ChatMessage[]; readonly origins: readonly number[] },
   toolKeys: readonly (string | undefined)[],
   rendered: readonly ChatMessage[],
   stubOf: ReadonlyMap<string, readonly string[]>,
-  rewritten: ReadonlySet<string>,
+  kept: ReadonlySet<string>,
   elision: Elision,
   base: number,
   offsets: readonly number[],
@@ -77,7 +77,7 @@ export function liveResults(
 ): Live[] {
   const calls = settings.inputs ? callsOfResults(view.messages) : new Map<number, CallAt>()
   return toolKeys.flatMap((key, i) => {
-    if (key === undefined || rewritten.has(key)) return []
+    if (key === undefined || kept.has(key)) return []
     if (elision.texts.has(key) || elision.inputs.has(key)) return []
     const item = view.origins[i]!
     const text = contentText(rendered[i]!.content)

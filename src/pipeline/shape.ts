@@ -167,6 +167,9 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   }
   const known = input.known ?? []
   let upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
+  // A summary the agent sends as a tool result (Cline's summarize_task) is all the model has of
+  // what came before it: never elided.
+  const summaryKeys = continuity.summaries.flatMap((i) => tools.keys[i] ?? [])
   // Only --elide weighs batches: without it, no result is followed.
   const liveNow = () =>
     !elide
@@ -178,7 +181,9 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
             tools.keys,
             rebuilt.messages,
             rebuilt.stubOf,
-            rebuilt.rewritten,
+            summaryKeys.length === 0
+              ? rebuilt.rewritten
+              : new Set([...rebuilt.rewritten, ...summaryKeys]),
             rebuilt.state.elision,
             base,
             upstream.offsets(),
@@ -191,8 +196,10 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   // history only, and the full path weighs the batch. Nothing new: nothing to weigh again.
   const weighed = view.messages.length > 0
   if (elide && start && weighed && newestTurn === undefined) return undefined
+  // A request that offers no tools is an agent's summarisation (Codex's `tools: []`): a batch
+  // there would only take from the summary what the model saw whole the request before.
   const due =
-    elide && session.scope !== undefined && weighed
+    elide && session.scope !== undefined && weighed && definitions.length > 0
       ? dueBatch(live, newestTurn ?? upstream.total(), elide, rebuilt.state.turns)
       : undefined
   // A batch that reaches into the remembered items rewrites bytes this request did not parse:

@@ -685,3 +685,74 @@ describe('--elide leaves a result that kept an earlier one’s id', () => {
     }
   })
 })
+
+describe('--elide leaves what the summarisation needs', () => {
+  const elide: ElideSettings = { ...ELIDE, thresholdTokens: 30, keepResults: 1, horizon: 200 }
+  const fn = (name: string) => ({
+    type: 'function',
+    function: { name, description: name, parameters: { type: 'object', properties: {} } },
+  })
+  // Cline classic's tools: its summary comes back as the result of summarize_task.
+  const tools = ['read_file', 'execute_command', 'summarize_task'].map(fn)
+  const run = (id: string, output: string, name = 'execute_command') => [
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name, arguments: '{}' } }],
+    },
+    { role: 'tool', tool_call_id: id, content: `[${name}] Result:\n${output}` },
+  ]
+  async function withProxy(body: (url: string, sent: () => any[]) => Promise<void>) {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      elide,
+    })
+    try {
+      await body(proxy.url, () => upstream.requests.at(-1)!.json.messages)
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  }
+  const session = { 'x-session-id': 'summaries' }
+
+  test('chat: a summary sent as a tool result (Cline’s summarize_task) is never elided', async () => {
+    await withProxy(async (url, sent) => {
+      const summary =
+        '\nThis session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n' +
+        'We ran the build; it failed in parse(). '.repeat(20)
+      const history: object[] = [
+        { role: 'system', content: 'You are Cline.' },
+        { role: 'user', content: 'task' },
+        ...run('c_sum', summary, 'summarize_task'),
+      ]
+      for (const k of [1, 2, 3]) {
+        history.push(...run(`c${k}`, output(k)))
+        const answer = await postChat(url, { model: 'm', tools, messages: history }, session)
+        assert.equal(answer.status, 200)
+      }
+      const texts = sent().map((m: { content: unknown }) => String(m.content))
+      assert.ok(
+        texts.some((t) => t.includes('it failed in parse()')),
+        'the summary in full',
+      )
+      assert.ok(
+        texts.some((t) => / Elided; recall shows it\.$/.test(t)),
+        'others are elided',
+      )
+    })
+  })
+
+  test('chat: a request that offers no tools (Codex’s summarisation) makes no batch', async () => {
+    await withProxy(async (url, sent) => {
+      const history: object[] = [{ role: 'user', content: 'task' }, ...run('c1', output(1))]
+      await postChat(url, { model: 'm', tools, messages: history }, session)
+      history.push(...run('c2', output(2)))
+      await postChat(url, { model: 'm', tools: [], messages: history }, session)
+      const texts = sent().map((m: { content: unknown }) => String(m.content))
+      assert.ok(!texts.some((t) => t.includes('Elided')), texts.join('\n').slice(0, 500))
+    })
+  })
+})
