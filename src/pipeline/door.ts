@@ -114,6 +114,11 @@ export interface Door extends AnswerShape {
    * as it came, unless it carries tool results (an agent's summarisation request).
    */
   shaped(request: Json): boolean
+  /**
+   * Whether the request asks the server to summarise the history, beside offering no tools
+   * (Codex's built-in provider: an input that ends `compaction_trigger`): no `--elide` batch then.
+   */
+  summarising?(items: readonly Json[]): boolean
   stream(request: Json): boolean
   /** The client's tools as chat definitions, for classifying calls. */
   definitions(request: Json): ToolDefinition[]

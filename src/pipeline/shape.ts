@@ -196,10 +196,12 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   // history only, and the full path weighs the batch. Nothing new: nothing to weigh again.
   const weighed = view.messages.length > 0
   if (elide && start && weighed && newestTurn === undefined) return undefined
-  // A request that offers no tools is an agent's summarisation (Codex's `tools: []`): a batch
-  // there would only take from the summary what the model saw whole the request before.
+  // A request that offers no tools is an agent's summarisation (Codex's `tools: []`), as is one
+  // the door knows by its end: a batch there would only take from the summary what the model
+  // saw whole the request before.
+  const summarising = definitions.length === 0 || door.summarising?.(items) === true
   const due =
-    elide && session.scope !== undefined && weighed && definitions.length > 0
+    elide && session.scope !== undefined && weighed && !summarising
       ? dueBatch(live, newestTurn ?? upstream.total(), elide, rebuilt.state.turns)
       : undefined
   // A batch that reaches into the remembered items rewrites bytes this request did not parse:

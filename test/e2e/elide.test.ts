@@ -12,7 +12,14 @@ import { dueBatch, elidedInput, standIn, type ElideSettings } from '../../src/pi
 import { createStore, type Store } from '../../src/store/index.js'
 import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
 import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
-import { loop, postChat, requestLines, startProxy, type TestProxy } from '../helpers/proxy.js'
+import {
+  loop,
+  postChat,
+  postTo,
+  requestLines,
+  startProxy,
+  type TestProxy,
+} from '../helpers/proxy.js'
 import { createLogger } from '../../src/log.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 
@@ -754,5 +761,31 @@ describe('--elide leaves what the summarisation needs', () => {
       const texts = sent().map((m: { content: unknown }) => String(m.content))
       assert.ok(!texts.some((t) => t.includes('Elided')), texts.join('\n').slice(0, 500))
     })
+  })
+
+  test('responses: nor one that ends `compaction_trigger` (Codex’s built-in summarisation)', async () => {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      elide,
+    })
+    const call = (id: string, k: number) => [
+      { type: 'function_call', call_id: id, name: 'shell', arguments: '{}' },
+      { type: 'function_call_output', call_id: id, output: output(k) },
+    ]
+    const tools = [{ type: 'function', name: 'shell', parameters: { type: 'object' } }]
+    try {
+      const input: object[] = [{ role: 'user', content: 'task' }, ...call('c1', 1)]
+      await postTo(`${proxy.url}/v1/responses`, { model: 'm', tools, input }, session)
+      input.push(...call('c2', 2), { type: 'compaction_trigger' })
+      await postTo(`${proxy.url}/v1/responses`, { model: 'm', tools, input }, session)
+      const sentInput = JSON.stringify(upstream.requests.at(-1)!.json.input)
+      assert.ok(sentInput.includes('compaction_trigger'))
+      assert.ok(!sentInput.includes('Elided'), sentInput.slice(0, 500))
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
   })
 })

@@ -11,6 +11,7 @@ export const responsesDoor: Door = {
   path: '/responses',
   arrayKey: 'input',
   holdback: 0,
+  summarising: (items) => items.at(-1)?.type === 'compaction_trigger',
   errorBody: openAIErrorBody,
 
   label: 'Responses API request',
