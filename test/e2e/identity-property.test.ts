@@ -27,7 +27,7 @@ import {
   type RecordedRequest,
 } from '../helpers/fake-upstream.js'
 import { prefixViolations } from '../helpers/model.js'
-import { startProxy, type TestProxy } from '../helpers/proxy.js'
+import { loop, startProxy, type TestProxy } from '../helpers/proxy.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 
 const DAY = 86_400_000
@@ -407,7 +407,10 @@ async function runSession(
       const ids = [...model.full.keys()].sort(
         (a, b) => parseInt(a.slice(1), 16) - parseInt(b.slice(1), 16),
       )
-      if (ids.length > 0) await turn('check', [{ kind: 'check', targets: ids }], 'Checked.')
+      // A round answers at most max_calls recalls: one turn for each such share of them.
+      const share = loop.proxy.recall.max_calls
+      for (let at = 0; at < ids.length; at += share)
+        await turn('check', [{ kind: 'check', targets: ids.slice(at, at + share) }], 'Checked.')
     }
   } finally {
     await deployment.close()
