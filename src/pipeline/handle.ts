@@ -222,16 +222,7 @@ async function run(
   // The door's path with the client's query string (Claude Code's `?beta=true`), every round.
   const upstreamPath = door.path + (input.query ?? '')
   if (deps.observe) return observe(door, input, deps, seen, upstreamPath)
-  const prepared = await prepare(
-    {
-      door,
-      bytes: input.rawBody,
-      headers: input.clientHeaders,
-      compactionSignal: input.compactionSignal,
-      prefixes: input.prefixes,
-    },
-    deps,
-  ).finally(input.parsed)
+  const prepared = await prepareFor(door, input, deps)
   seen.stream = door.stream(prepared.request)
   seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
   if (prepared.kind === 'plain') {
@@ -283,6 +274,20 @@ async function run(
   return { kind: 'sse', headers: first.headers, events: streamAnswer(turn, first, seen.meter) }
 }
 
+/** The request read and shaped; its room in `--cold-bodies-mb` given back either way. */
+function prepareFor(door: Door, input: RequestInput, deps: PipelineDeps): Promise<Prepared> {
+  return prepare(
+    {
+      door,
+      bytes: input.rawBody,
+      headers: input.clientHeaders,
+      compactionSignal: input.compactionSignal,
+      prefixes: input.prefixes,
+    },
+    deps,
+  ).finally(input.parsed)
+}
+
 /** The client's bytes upstream, as they came (coded as they came too). */
 function forwardAsSent(
   input: RequestInput,
@@ -315,35 +320,24 @@ async function observe(
   seen: Seen,
   path: string,
 ): Promise<Reply> {
-  const shadow = prepare(
-    {
-      door,
-      bytes: input.rawBody,
-      headers: input.clientHeaders,
-      compactionSignal: input.compactionSignal,
-      prefixes: input.prefixes,
+  const shadow = prepareFor(door, input, deps).then(
+    (prepared) => {
+      seen.stream = door.stream(prepared.request)
+      seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
+      if (prepared.kind === 'rebuilt') observed(deps, seen, door, input, prepared)
+      else seen.messages = itemCount(prepared.request, door)
+      return prepared.request
     },
-    deps,
+    (error: unknown) => {
+      if (!isAbortError(error))
+        deps.log.warn('observe-shadow-failed', {
+          door: door.name,
+          kind: error instanceof LembasError ? error.kind : 'internal',
+          message: error instanceof Error ? error.message : String(error),
+        })
+      return undefined
+    },
   )
-    .finally(input.parsed)
-    .then(
-      (prepared) => {
-        seen.stream = door.stream(prepared.request)
-        seen.label = sessionLabel(prepared.request, input.clientHeaders.get('user-agent'))
-        if (prepared.kind === 'rebuilt') observed(deps, seen, door, input, prepared)
-        else seen.messages = itemCount(prepared.request, door)
-        return prepared.request
-      },
-      (error: unknown) => {
-        if (!isAbortError(error))
-          deps.log.warn('observe-shadow-failed', {
-            door: door.name,
-            kind: error instanceof LembasError ? error.kind : 'internal',
-            message: error instanceof Error ? error.message : String(error),
-          })
-        return undefined
-      },
-    )
   let response: UpstreamResponse
   try {
     response = await forwardAsSent(input, deps, path)
