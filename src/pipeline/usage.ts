@@ -1,3 +1,5 @@
+import { isRecord } from '../wire/chat.js'
+
 /** Adds two usage objects field by field (nested counts too, e.g. prompt_tokens_details). */
 export function sumUsage(a: unknown, b: unknown): unknown {
   if (a === undefined || a === null) return b
@@ -22,8 +24,8 @@ const OUTPUT = /^(completion|output)_tokens(_details)?$/
  * over the rounds, the total the two. `/stats` counts every round's input (sumUsage).
  */
 export function roundsUsage(before: unknown, latest: unknown): unknown {
-  if (!isCounts(before)) return latest
-  if (!isCounts(latest)) return before
+  if (!isRecord(before)) return latest
+  if (!isRecord(latest)) return before
   const out: Record<string, unknown> = { ...latest }
   for (const [key, value] of Object.entries(before))
     if (OUTPUT.test(key)) out[key] = sumUsage(value, latest[key])
@@ -36,8 +38,4 @@ export function roundsUsage(before: unknown, latest: unknown): unknown {
   )
     out.total_tokens = input + output
   return out
-}
-
-function isCounts(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
