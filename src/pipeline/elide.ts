@@ -3,6 +3,7 @@ import { contentText } from '../wire/chat.js'
 import { parseArguments } from '../tools/classify.js'
 import type { Elision } from '../session/elision.js'
 import { parseId } from '../context/index.js'
+import type { RecallAnswer } from './hidden-answers.js'
 
 /** `--elide` and its settings: when a batch of old results is replaced by stand-ins. */
 export interface ElideSettings {
@@ -92,6 +93,33 @@ export function liveResults(
     const saved = call.call.function.arguments.length - args.length
     return [{ ...live, input: { saved, item: base + callItem, offset: offsets[callItem]! } }]
   })
+}
+
+/**
+ * The proxy's recall answers put back with their exchanges, not elided yet, as live results:
+ * each stands where its exchange does (the client item of the model's answer).
+ */
+export function liveAnswers(
+  answers: readonly RecallAnswer[],
+  elision: Elision,
+  base: number,
+  offsets: readonly number[],
+  settings: ElideSettings,
+): Live[] {
+  return answers.flatMap(({ key, id, text, at }) =>
+    elision.texts.has(key)
+      ? []
+      : [
+          {
+            key,
+            id,
+            chars: text.length,
+            standInChars: standIn(text, settings).length,
+            item: base + at,
+            offset: offsets[at]!,
+          },
+        ],
+  )
 }
 
 /** A result's call: the view message that carries it, its place among that message's calls. */

@@ -87,9 +87,10 @@ export interface Handover {
  * The states' own format: what a process of the same version but another format wrote is not
  * taken on. 2: prefix digests are 64-bit xxHash (they were SHA-256). 3: a live result's stub
  * names a list of ids (a call that read several files may stub several). 4: elided calls'
- * arguments (`--elide-inputs`) with the elision, and where a live result's call stands.
+ * arguments (`--elide-inputs`) with the elision, and where a live result's call stands. 5: recall answers put back are live
+ * results, and `--elide` leaves the newest turn's messages out of a state.
  */
-const STATE_FORMAT = 4
+const STATE_FORMAT = 5
 
 /** A digest of what makes a remembered state valid: the same code and the same settings. */
 export function resumeFingerprint(version: string, settings: unknown): string {

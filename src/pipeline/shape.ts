@@ -10,6 +10,7 @@ import {
   type ElisionBatch,
 } from '../session/elision.js'
 import { keys, parseRecord } from '../session/records.js'
+import { elidedExchange, recallAnswers } from './hidden-answers.js'
 import { marks, signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
@@ -19,6 +20,7 @@ import { piecesBytes } from './body.js'
 import {
   batchInputs,
   dueBatch,
+  liveAnswers,
   liveResults,
   partStart,
   standIn,
@@ -101,15 +103,13 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const { door, request, items, view, start } = input
   const definitions = door.definitions(request)
   const continuity = continuityOf(input, deps.profile, definitions)
-  // With --elide the newest turn's results are left out of what is remembered: the next
-  // request's batch most often takes exactly them, and then goes on the fast path.
+  // With --elide the newest turn is left out of what is remembered, its results and the
+  // agent's messages before them (their calls' strings, the recall exchange put back at the
+  // answer): the next request's batch most often takes exactly them, and then goes on the
+  // fast path.
   const covered = Math.min(
     Math.max(0, items.length - door.holdback),
-    !deps.elide
-      ? items.length
-      : deps.elide.inputs
-        ? newestCallsAt(view, items.length)
-        : newestResultsAt(view, items.length),
+    deps.elide ? newestCallsAt(view, items.length) : items.length,
   )
   const snapshotAt = firstAt(view, covered)
   const tools = await toolKeys(view.messages, start?.history, snapshotAt)
@@ -166,30 +166,34 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     }
   }
   const known = input.known ?? []
-  let upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
+  let upstream = await upstreamItems(input, rebuilt, answers.placed, deps)
   // A summary the agent sends as a tool result (Cline's summarize_task) is all the model has of
   // what came before it: never elided.
   const summaryKeys = continuity.summaries.flatMap((i) => tools.keys[i] ?? [])
   // Only --elide weighs batches: without it, no result is followed.
-  const liveNow = () =>
-    !elide
-      ? []
-      : [
-          ...(start?.live ?? []),
-          ...liveResults(
-            view,
-            tools.keys,
-            rebuilt.messages,
-            rebuilt.stubOf,
-            summaryKeys.length === 0
-              ? rebuilt.rewritten
-              : new Set([...rebuilt.rewritten, ...summaryKeys]),
-            rebuilt.state.elision,
-            base,
-            upstream.offsets(),
-            elide,
-          ),
-        ]
+  const liveNow = () => {
+    if (!elide) return []
+    const offsets = upstream.offsets()
+    const kept =
+      summaryKeys.length === 0 ? rebuilt.rewritten : new Set([...rebuilt.rewritten, ...summaryKeys])
+    const elision = rebuilt.state.elision
+    const fresh = [
+      ...liveResults(
+        view,
+        tools.keys,
+        rebuilt.messages,
+        rebuilt.stubOf,
+        kept,
+        elision,
+        base,
+        offsets,
+        elide,
+      ),
+      ...liveAnswers(upstream.answers, elision, base, offsets, elide),
+    ]
+    // In the order they stand upstream: a batch is the newest of them.
+    return [...(start?.live ?? []), ...fresh.sort((a, b) => a.offset - b.offset)]
+  }
   let live = liveNow()
   const newestTurn = elide ? newestTurnAt(view, upstream.offsets()) : undefined
   // New messages but no answer among them: where the newest turn begins is in the whole
@@ -210,10 +214,10 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   let batchAt: Shaped['batchAt']
   if (due && session.scope !== undefined && elide) {
     const rendered = new Map(tools.keys.map((key, i) => [key, rebuilt.messages[i]!] as const))
+    const answered = new Map(upstream.answers.map((answer) => [answer.key, answer.text] as const))
+    const textOf = (key: string) => answered.get(key) ?? contentText(rendered.get(key)?.content)
     const texts = Object.fromEntries(
-      due
-        .filter((r) => r.result)
-        .map((r) => [r.key, standIn(contentText(rendered.get(r.key)?.content), elide)]),
+      due.filter((r) => r.result).map((r) => [r.key, standIn(textOf(r.key), elide)]),
     )
     const inputs = batchInputs(view.messages, tools.keys, due, elide)
     const ours = {
@@ -229,7 +233,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     // request's; a batch of another conversation that won the number changes none of them.
     const starts = won ? due.map(partStart) : elidedStarts(live, batch)
     rebuilt = await rebuilt.reassemble(withBatch(elision, batch, count))
-    upstream = await upstreamItems(input, rebuilt, answers.placed, deps.promptBlock)
+    upstream = await upstreamItems(input, rebuilt, answers.placed, deps)
     live = liveNow()
     const first = starts.reduce<(typeof starts)[number] | undefined>(
       (a, b) => (a === undefined || b.offset < a.offset ? b : a),
@@ -284,15 +288,22 @@ async function upstreamItems(
   input: ShapeInput,
   rebuilt: Rebuilt,
   placed: readonly Placed[],
-  promptBlock: string,
+  deps: ShapeDeps,
 ) {
   const { door, items, view, start } = input
   const written = door.writeBack(items, view, rebuilt.messages)
   const hiddenValues = rebuilt.extra.slice(0, placed.length)
-  const restored = restoreAnswers(door, items, written, placed, hiddenValues)
+  // --elide: the recall answers of exchanges put back are old results too (hidden-answers.ts).
+  const standIns = rebuilt.state.elision.texts
+  const shown =
+    deps.elide && standIns.size > 0
+      ? (exchange: readonly Json[]) => elidedExchange(door, exchange, standIns)
+      : undefined
+  const restored = restoreAnswers(door, items, written, placed, hiddenValues, shown)
+  const answers = deps.elide ? recallAnswers(door, restored.exchanges) : []
   const perItem = restored.items
   door.dropUnfollowed?.(perItem)
-  if (!start) perItem[0] = door.withBlockItems(perItem[0] ?? [], promptBlock)
+  if (!start) perItem[0] = door.withBlockItems(perItem[0] ?? [], deps.promptBlock)
   const pace = pacer()
   const texts: string[] = []
   for (const list of perItem) {
@@ -305,6 +316,8 @@ async function upstreamItems(
   return {
     perItem,
     restored: restored.restored,
+    /** The recall answers put back (with --elide): the live results the client never sent. */
+    answers,
     /** Each client item's upstream bytes (views of `added`; empty for an item sent as none). */
     bytes: encoded.items,
     /** The bytes to append after the known items: their comma first, when there are some. */
@@ -396,9 +409,9 @@ function newestResultsAt(view: View, count: number): number {
 }
 
 /**
- * With `--elide-inputs` the newest turn's calls are left out too (a batch of the results
- * after them elides their strings): the item of the first of the agent's last messages, when
- * results follow them.
+ * With `--elide` the newest turn's messages are left out too (a batch of the results after
+ * them elides their calls' strings, `--elide-inputs`, and the recall answers put back there):
+ * the item of the first of the agent's last messages, when results follow them.
  */
 function newestCallsAt(view: View, count: number): number {
   if (newestResultsAt(view, count) === count) return count

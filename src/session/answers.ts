@@ -72,9 +72,16 @@ export function placeAnswers(
   return { placed, last: before }
 }
 
+/** An exchange put back: the client item it stands at, and its items as the upstream had them. */
+export interface Restored {
+  readonly at: number
+  readonly items: readonly Json[]
+}
+
 /**
  * Puts back, in place of each answer the client got from a recall exchange, what the upstream
- * had there. `found` are the hidden records of `placed`, in order. Restored items that the API
+ * had there. `found` are the hidden records of `placed`, in order. `shown` gives an exchange's
+ * items as they go now (`--elide`: its recall answers elided). Restored items that the API
  * wants joined with the client's next item (Messages: one user turn) are joined.
  */
 export function restoreAnswers(
@@ -83,7 +90,8 @@ export function restoreAnswers(
   written: readonly (Json | readonly Json[])[],
   placed: readonly Placed[],
   found: readonly (string | undefined)[],
-): { items: Json[][]; restored: number } {
+  shown: (items: readonly Json[]) => readonly Json[] = (items) => items,
+): { items: Json[][]; restored: number; exchanges: Restored[] } {
   const records = new Map<number, HiddenRecord>()
   placed.forEach((place, i) => {
     const value = found[i]
@@ -91,7 +99,7 @@ export function restoreAnswers(
   })
   // Per client item, what goes upstream for it (empty when joined into the one before).
   const out: Json[][] = written.map((item) => (Array.isArray(item) ? [...item] : [item as Json]))
-  let restored = 0
+  const exchanges: Restored[] = []
   for (let i = 0; i < client.length; i++) {
     const record = records.get(i)
     const visible = record?.visible ?? []
@@ -100,9 +108,9 @@ export function restoreAnswers(
       !visible.every((d, k) => client[i + k] && matchDigest(door, client[i + k]!) === d)
     )
       continue
-    out[i] = [...record.items]
+    out[i] = [...shown(record.items)]
     for (let k = 1; k < visible.length; k++) out[i + k] = []
-    restored++
+    exchanges.push({ at: i, items: record.items })
     i += visible.length - 1
     const following = out[i + 1]
     const next = following?.length === 1 ? following[0] : undefined
@@ -113,7 +121,7 @@ export function restoreAnswers(
       out[i + 1] = []
     }
   }
-  return { items: out, restored }
+  return { items: out, restored: exchanges.length, exchanges }
 }
 
 /**

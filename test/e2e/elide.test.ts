@@ -11,7 +11,11 @@ import { after, before, describe, test } from 'node:test'
 import { dueBatch, elidedInput, standIn, type ElideSettings } from '../../src/pipeline/elide.js'
 import { createStore, type Store } from '../../src/store/index.js'
 import { DOORS, type Door, type DoorCall } from '../helpers/doors.js'
-import { startFakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js'
+import {
+  startFakeUpstream,
+  type FakeScript,
+  type RecordedRequest,
+} from '../helpers/fake-upstream.js'
 import {
   loop,
   postChat,
@@ -91,14 +95,15 @@ async function session(
   door: Door,
   deploy: (upstream: string) => Promise<Deployment>,
   padding = false,
+  model: FakeScript = script(door, padding),
 ) {
   const upstream = await startFakeUpstream()
-  upstream.setScript(script(door, padding))
+  upstream.setScript(model)
   const deployment = await deploy(upstream.url)
   const client = door.client({ stream: false })
   client.user('work')
   try {
-    for (let request = 0; request < STEPS + 2; request++) {
+    for (let request = 0; request < STEPS + 4; request++) {
       await deployment.before(request)
       const answer = await client.send(deployment.url(request))
       assert.equal(answer.status, 200, answer.raw.slice(0, 300))
@@ -211,6 +216,73 @@ describe('--elide on every door', () => {
     })
   }
 
+  /**
+   * The model recalls #0001 in its fourth turn, goes on, and at the end recalls that recall's
+   * own answer: an upstream request number per turn, the recall rounds included.
+   */
+  function recallingModel(door: Door): FakeScript {
+    let n = 0
+    let answerId = ''
+    return (request: RecordedRequest) => {
+      const at = n++
+      const call = (name: string, args: Record<string, unknown>): DoorCall => ({
+        id: `call_${at}`,
+        name,
+        args,
+      })
+      if (at === 3) return door.respond(request, { calls: [call('recall', { id: '#0001' })] }, at)
+      if (at === 4) {
+        answerId = /\[(#[0-9a-f]{4}) recall #0001/.exec(door.results(request).at(-1) ?? '')![1]!
+      }
+      const step = at < 3 ? at : at - 1
+      if (step < STEPS)
+        return door.respond(request, { calls: [call('Bash', { command: `log ${step}` })] }, at)
+      if (step === STEPS)
+        return door.respond(request, { calls: [call('recall', { id: answerId })] }, at)
+      return door.respond(request, { text: 'Done.' }, at)
+    }
+  }
+
+  for (const door of DOORS) {
+    test(`${door.name}: a recall's answer, put back on every later request, is elided like any old result`, async () => {
+      const memory = async () => createStore('memory:', { idleTtlMs: DAY })
+      const fast = await session(
+        door,
+        async (url) => single(url, await memory()),
+        false,
+        recallingModel(door),
+      )
+      const full = await session(
+        door,
+        async (url) => single(url, await memory(), { spliceChars: 0 }),
+        false,
+        recallingModel(door),
+      )
+      assert.deepEqual(full, fast, 'the full path sends what the fast path sends')
+      const answer = /\[(#[0-9a-f]{4}) recall #0001 lines 1-240 of 240\]/.exec(fast[4]!)
+      assert.ok(answer, 'the recall round carries the answer')
+      const id = answer[1]!
+      const standIn = `[${id} recall #0001 lines 1-240 of 240] Elided; recall shows it.`
+      const elidedAt = fast.findIndex((history) => history.includes(standIn))
+      assert.ok(elidedAt > 4, `a later batch elides the answer: ${breaks(fast)}`)
+      assert.ok(breaks(fast).includes(elidedAt), 'in a batch: a break of its own')
+      for (const history of fast.slice(elidedAt, -1))
+        assert.ok(
+          !history.includes('step 0 line 1 of the log'),
+          'neither #0001 nor its recall whole',
+        )
+      // Recall of the answer's id shows it whole, and the history stays byte-identical around it.
+      assert.match(
+        fast.at(-1)!,
+        new RegExp(
+          `\\[#[0-9a-f]{4} recall ${id} lines 1-241 of 241\\]\\\\n\\[${id} recall #0001 lines 1-240 of 240\\]\\\\nstep 0 line 1 of the log`,
+        ),
+      )
+      assert.ok(breaks(fast).length <= 3, `a break a batch: ${breaks(fast)}`)
+      await sameOnRestartAndReplicas(door, fast, ELIDE, elidedAt, false, () => recallingModel(door))
+    })
+  }
+
   /** The session again, with a restart on one SQLite file after the batch, and on two replicas. */
   async function sameOnRestartAndReplicas(
     door: Door,
@@ -218,6 +290,7 @@ describe('--elide on every door', () => {
     elide: ElideSettings,
     batchAt: number,
     padding = false,
+    model: () => FakeScript = () => script(door, padding),
   ) {
     const file = join(dir, `${door.name}-${padding}.db`)
     let proxy: TestProxy | undefined
@@ -239,6 +312,7 @@ describe('--elide on every door', () => {
         },
       }),
       padding,
+      model(),
     )
     assert.deepEqual(restarted, fast, 'a restart sends the same bytes')
 
@@ -260,6 +334,7 @@ describe('--elide on every door', () => {
         }
       },
       padding,
+      model(),
     )
     assert.deepEqual(replicas, fast, 'two replicas send the same bytes')
   }
