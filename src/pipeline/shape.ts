@@ -201,9 +201,12 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   const weighed = view.messages.length > 0
   if (elide && start && weighed && newestTurn === undefined) return undefined
   // A request that offers no tools is an agent's summarisation (Codex's `tools: []`), as is one
-  // the door knows by its end: a batch there would only take from the summary what the model
-  // saw whole the request before.
-  const summarising = definitions.length === 0 || door.summarising?.(items) === true
+  // the door knows by its end or the agent's profile by its prompt (Claude Code's, Qwen Code's):
+  // a batch there would only take from the summary what the model saw whole the request before.
+  const summarising =
+    definitions.length === 0 ||
+    door.summarising?.(items) === true ||
+    askedToSummarise(view, deps.profile)
   const due =
     elide && session.scope !== undefined && weighed && !summarising
       ? dueBatch(live, newestTurn ?? upstream.total(), elide, rebuilt.state.turns)
@@ -424,6 +427,14 @@ function newestCallsAt(view: View, count: number): number {
   )
     at = view.origins[i]!
   return at
+}
+
+/** Whether the request ends with its agent's prompt for a summary. */
+function askedToSummarise(view: View, profile: Profile): boolean {
+  const last = view.messages.at(-1)
+  if (profile.summarising.length === 0 || last?.role !== 'user') return false
+  const text = contentText(last.content)
+  return profile.summarising.some((pattern) => pattern.test(text))
 }
 
 /** The first view message that comes from item `item` or later. */

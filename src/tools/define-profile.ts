@@ -209,6 +209,12 @@ export interface Profile {
    */
   readonly agentStubs: readonly RegExp[]
   readonly compaction: readonly CompactionMarker[]
+  /**
+   * The agent's request for a summary of the conversation (its compaction), known by the text
+   * of its last user message when it still offers its tools: `--elide` makes no batch there (it
+   * would take from the summary results the model saw whole the request before).
+   */
+  readonly summarising: readonly RegExp[]
 }
 
 type PartialProfile = Pick<Profile, 'name' | 'tools'> & Partial<Omit<Profile, 'name' | 'tools'>>
@@ -236,6 +242,7 @@ export function defineProfile(profile: PartialProfile): Profile {
     success: [],
     agentStubs: [],
     compaction: [],
+    summarising: [],
     ...profile,
   })
 }
@@ -254,5 +261,6 @@ export function mergeProfiles(name: string, profiles: readonly Profile[]): Profi
     success: all('success'),
     agentStubs: all('agentStubs'),
     compaction: all('compaction'),
+    summarising: all('summarising'),
   })
 }

@@ -4,7 +4,7 @@
  * after a restart, on two replicas of one Redis; every elided id recalls in full.
  */
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -837,6 +837,87 @@ describe('--elide leaves what the summarisation needs', () => {
       assert.ok(!texts.some((t) => t.includes('Elided')), texts.join('\n').slice(0, 500))
     })
   })
+
+  // The prompts as the real CLIs sent them (Claude Code 2.1.332's /compact, Qwen Code 0.24.4's
+  // compression), both with the agent's tools still offered.
+  const prompts = Object.values(
+    JSON.parse(
+      readFileSync(new URL('../fixtures/agents/summarising-prompts.json', import.meta.url), 'utf8'),
+    ) as Record<string, string>,
+  )
+
+  test('messages: nor one that ends with Claude Code’s prompt for a summary, its tools offered', async () => {
+    const [claude] = prompts
+    const tools = [{ name: 'Bash', description: 'Bash', input_schema: { type: 'object' } }]
+    const use = (id: string) => ({
+      role: 'assistant',
+      content: [{ type: 'tool_use', id, name: 'Bash', input: { command: id } }],
+    })
+    const result = (id: string, k: number) => ({
+      type: 'tool_result',
+      tool_use_id: id,
+      content: output(k),
+    })
+    for (const asked of [true, false]) {
+      await withProxyAt('/v1/messages', async (post, sent) => {
+        const messages: object[] = [{ role: 'user', content: 'task' }, use('c1')]
+        await post({
+          model: 'm',
+          max_tokens: 100,
+          tools,
+          messages: [...messages, { role: 'user', content: [result('c1', 1)] }],
+        })
+        messages.push({ role: 'user', content: [result('c1', 1)] }, use('c2'))
+        const last = [result('c2', 2), ...(asked ? [{ type: 'text', text: claude! }] : [])]
+        await post({
+          model: 'm',
+          max_tokens: 100,
+          tools,
+          messages: [...messages, { role: 'user', content: last }],
+        })
+        // Without the prompt the same request makes its batch: the check can fail.
+        assert.equal(sent().includes('Elided'), !asked, sent().slice(0, 300))
+      })
+    }
+  })
+
+  test('chat: nor one that ends with Qwen Code’s prompt for a summary, its tools offered', async () => {
+    const [, qwen] = prompts
+    for (const asked of [true, false]) {
+      await withProxyAt('/v1/chat/completions', async (post, sent) => {
+        const history: object[] = [{ role: 'user', content: 'task' }, ...run('c1', output(1))]
+        await post({ model: 'm', tools, messages: history })
+        history.push(...run('c2', output(2)))
+        if (asked) history.push({ role: 'user', content: [{ type: 'text', text: qwen! }] })
+        else history.push({ role: 'user', content: 'go on' })
+        await post({ model: 'm', tools, messages: history })
+        assert.equal(sent().includes('Elided'), !asked, sent().slice(0, 300))
+      })
+    }
+  })
+
+  /** A proxy with `--elide`, a poster to `path` and what the upstream got last (as JSON). */
+  async function withProxyAt(
+    path: string,
+    body: (post: (json: object) => Promise<void>, sent: () => string) => Promise<void>,
+  ) {
+    const upstream = await startFakeUpstream()
+    const proxy = await startProxy({
+      upstreamUrl: upstream.url,
+      store: await createStore('memory:', { idleTtlMs: DAY }),
+      elide,
+    })
+    try {
+      const post = async (json: object) => {
+        const answer = await postTo(proxy.url + path, json, session)
+        assert.equal(answer.status, 200)
+      }
+      await body(post, () => JSON.stringify(upstream.requests.at(-1)!.json))
+    } finally {
+      await proxy.close()
+      await upstream.close()
+    }
+  }
 
   test('responses: nor one that ends `compaction_trigger` (Codex’s built-in summarisation)', async () => {
     const upstream = await startFakeUpstream()

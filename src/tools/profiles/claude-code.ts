@@ -103,4 +103,8 @@ export const claudeCode = defineProfile({
         /^This session is being continued from a previous conversation that ran out of context\./,
     },
   ],
+  // Claude Code 2.1.332's compaction prompt, a text block after the newest results.
+  summarising: [
+    /CRITICAL: Respond with TEXT ONLY\. Do NOT call any tools\.[\s\S]*Your task is to create a detailed summary of the conversation so far/,
+  ],
 })

@@ -98,4 +98,8 @@ export const qwenCode = defineProfile({
         /^<state_snapshot>[\s\S]*<\/state_snapshot>|<\/state_snapshot>\s*Resume the prior task using the summary above\./,
     },
   ],
+  // Qwen Code 0.24.4's compression prompt, its last user message.
+  summarising: [
+    /^You are the component that summarizes a conversation when its context window is about to overflow\./,
+  ],
 })
