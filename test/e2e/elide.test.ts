@@ -784,7 +784,8 @@ describe('--elide leaves what the summarisation needs', () => {
     },
     { role: 'tool', tool_call_id: id, content: `[${name}] Result:\n${output}` },
   ]
-  async function withProxy(body: (url: string, sent: () => any[]) => Promise<void>) {
+  /** A proxy with `--elide`, and the body the upstream got last. */
+  async function withProxy(body: (url: string, last: () => any) => Promise<void>) {
     const upstream = await startFakeUpstream()
     const proxy = await startProxy({
       upstreamUrl: upstream.url,
@@ -792,7 +793,7 @@ describe('--elide leaves what the summarisation needs', () => {
       elide,
     })
     try {
-      await body(proxy.url, () => upstream.requests.at(-1)!.json.messages)
+      await body(proxy.url, () => upstream.requests.at(-1)!.json)
     } finally {
       await proxy.close()
       await upstream.close()
@@ -815,7 +816,7 @@ describe('--elide leaves what the summarisation needs', () => {
         const answer = await postChat(url, { model: 'm', tools, messages: history }, session)
         assert.equal(answer.status, 200)
       }
-      const texts = sent().map((m: { content: unknown }) => String(m.content))
+      const texts: string[] = sent().messages.map((m: { content: unknown }) => String(m.content))
       assert.ok(
         texts.some((t) => t.includes('it failed in parse()')),
         'the summary in full',
@@ -833,7 +834,7 @@ describe('--elide leaves what the summarisation needs', () => {
       await postChat(url, { model: 'm', tools, messages: history }, session)
       history.push(...run('c2', output(2)))
       await postChat(url, { model: 'm', tools: [], messages: history }, session)
-      const texts = sent().map((m: { content: unknown }) => String(m.content))
+      const texts: string[] = sent().messages.map((m: { content: unknown }) => String(m.content))
       assert.ok(!texts.some((t) => t.includes('Elided')), texts.join('\n').slice(0, 500))
     })
   })
@@ -896,27 +897,18 @@ describe('--elide leaves what the summarisation needs', () => {
     }
   })
 
-  /** A proxy with `--elide`, a poster to `path` and what the upstream got last (as JSON). */
+  /** A proxy with `--elide`, a poster to `path` and the body the upstream got last (as JSON). */
   async function withProxyAt(
     path: string,
     body: (post: (json: object) => Promise<void>, sent: () => string) => Promise<void>,
   ) {
-    const upstream = await startFakeUpstream()
-    const proxy = await startProxy({
-      upstreamUrl: upstream.url,
-      store: await createStore('memory:', { idleTtlMs: DAY }),
-      elide,
-    })
-    try {
+    await withProxy(async (url, last) => {
       const post = async (json: object) => {
-        const answer = await postTo(proxy.url + path, json, session)
+        const answer = await postTo(url + path, json, session)
         assert.equal(answer.status, 200)
       }
-      await body(post, () => JSON.stringify(upstream.requests.at(-1)!.json))
-    } finally {
-      await proxy.close()
-      await upstream.close()
-    }
+      await body(post, () => JSON.stringify(last()))
+    })
   }
 
   test('responses: nor one that ends `compaction_trigger` (Codex’s built-in summarisation)', async () => {
