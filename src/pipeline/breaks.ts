@@ -1,4 +1,5 @@
 import { shortHash } from '../session/identity.js'
+import { withoutMarkers } from '../session/fingerprints.js'
 import type { Json } from './door.js'
 import type { ItemDigests, SpliceState } from './splice.js'
 
@@ -38,10 +39,6 @@ export function fixedDigests(request: Json): Record<string, string> {
     if (request[field] !== undefined)
       out[field] = shortHash(JSON.stringify(request[field], withoutMarkers))
   return out
-}
-
-function withoutMarkers(key: string, value: unknown): unknown {
-  return key === 'cache_control' ? undefined : value
 }
 
 /** The first cached field whose digest differs from the previous request's. */

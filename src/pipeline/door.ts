@@ -102,7 +102,7 @@ export interface Door extends AnswerShape {
    * Items at the end of a request the client may still change in the next one (Claude Code
    * moves its cache breakpoint): the fast path remembers the request up to before them.
    */
-  readonly holdback: number
+  holdback(items: readonly Json[]): number
   errorBody(kind: ErrorKind, message: string): Json
 
   /** What a request of this door is called in an error ("not a Messages API request: …"). */

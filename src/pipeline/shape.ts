@@ -108,7 +108,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
   // answer): the next request's batch most often takes exactly them, and then goes on the
   // fast path.
   const covered = Math.min(
-    Math.max(0, items.length - door.holdback),
+    Math.max(0, items.length - door.holdback(items)),
     deps.elide ? newestCallsAt(view, items.length) : items.length,
   )
   const snapshotAt = firstAt(view, covered)

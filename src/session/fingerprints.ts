@@ -6,12 +6,21 @@ import { shortDigest, shortHash } from './identity.js'
 /**
  * A tool message is known by its call id and the exact content the client sends: the same pair
  * always maps to the same stored rendering. A client that rewrites an old result changes the
- * content, so it is treated as a new message rather than mistaken for the old one.
+ * content, so it is treated as a new message rather than mistaken for the old one. A part's
+ * `cache_control` is no content: clients move that marker to the newest message every turn
+ * (Qwen Code on DashScope), and the result it left is the same result, shown as before.
  */
 export function toolMessageKey(message: ChatMessage): string {
   return shortHash(
-    (message.tool_call_id ?? '') + '\u0000' + JSON.stringify(message.content ?? null),
+    (message.tool_call_id ?? '') +
+      '\u0000' +
+      JSON.stringify(message.content ?? null, withoutMarkers),
   )
+}
+
+/** A JSON replacer that leaves `cache_control` out (content without it encodes as before). */
+export function withoutMarkers(key: string, value: unknown): unknown {
+  return key === 'cache_control' ? undefined : value
 }
 
 /** Text content past this many characters is keyed in slices, with pauses between. */

@@ -841,11 +841,12 @@ describe('--elide leaves what the summarisation needs', () => {
 
   // The prompts as the real CLIs sent them (Claude Code 2.1.332's /compact, Qwen Code 0.24.4's
   // compression), both with the agent's tools still offered.
-  const prompts = Object.values(
-    JSON.parse(
-      readFileSync(new URL('../fixtures/agents/summarising-prompts.json', import.meta.url), 'utf8'),
-    ) as Record<string, string>,
-  )
+  const captured = (file: string) =>
+    readFileSync(new URL(`../fixtures/agents/${file}`, import.meta.url), 'utf8')
+  const prompts = [
+    captured('claude-code/compact-prompt-2.1.332.txt'),
+    captured('qwen-code/compression-prompt.txt'),
+  ]
 
   test('messages: nor one that ends with Claude Code’s prompt for a summary, its tools offered', async () => {
     const [claude] = prompts

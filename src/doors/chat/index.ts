@@ -18,7 +18,10 @@ export const chatDoor: Door = {
   name: 'chat',
   path: '/chat/completions',
   arrayKey: 'messages',
-  holdback: 0,
+  // Clients of Anthropic models through OpenRouter or another OpenAI-compatible API (opencode,
+  // Kilo; Qwen Code on DashScope) mark their last messages with `cache_control` and move the
+  // markers the next turn: where the newest items carry one, they are held back.
+  holdback: (items) => (items.slice(-MARKED).some(hasMarker) ? MARKED : 0),
   errorBody: openAIErrorBody,
 
   label: 'chat completions request',
@@ -119,3 +122,16 @@ export function assistantMessage(parts: readonly Part[]): Json {
 }
 
 export type { View }
+
+/** The newest messages a client marks for the prompt cache (the last two, at most). */
+const MARKED = 2
+
+/**
+ * Whether a message carries a `cache_control` marker: on itself (opencode through the
+ * OpenAI-compatible provider), on a content part (OpenRouter's provider, Qwen Code) or on a call.
+ */
+function hasMarker(item: Json): boolean {
+  const marked = (value: unknown) => isRecord(value) && value.cache_control !== undefined
+  const parts = (value: unknown) => Array.isArray(value) && value.some(marked)
+  return marked(item) || parts(item.content) || parts(item.tool_calls)
+}

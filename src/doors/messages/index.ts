@@ -74,7 +74,7 @@ export const messagesDoor: Door = {
   path: '/messages',
   arrayKey: 'messages',
   // Claude Code puts its cache breakpoint on the last message and moves it the next turn.
-  holdback: 2,
+  holdback: () => 2,
   errorBody: anthropicErrorBody,
 
   label: 'Messages API request',

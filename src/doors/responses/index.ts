@@ -10,7 +10,7 @@ export const responsesDoor: Door = {
   name: 'responses',
   path: '/responses',
   arrayKey: 'input',
-  holdback: 0,
+  holdback: () => 0,
   summarising: (items) => items.at(-1)?.type === 'compaction_trigger',
   errorBody: openAIErrorBody,
 
