@@ -1,6 +1,6 @@
 import type { Door, Json } from './door.js'
 import type { Restored } from '../session/answers.js'
-import { contentText, type ChatMessage } from '../wire/chat.js'
+import { contentText, type ChatMessage, type ToolCall } from '../wire/chat.js'
 
 /**
  * `--elide` and the proxy's own recall answers. Their exchanges go upstream again on every later
@@ -34,15 +34,31 @@ export function recallAnswers(door: Door, exchanges: readonly Restored[]): Recal
   )
 }
 
-/** An exchange's items with the answers `texts` names replaced by their stand-ins. */
+/**
+ * An exchange's items with the answers `texts` names replaced by their stand-ins, and the calls
+ * `calls` names (`--elide-inputs`: the agent's own calls of the answer, elided in the client's
+ * item that the exchange stands for) with their arguments as rewritten.
+ */
 export function elidedExchange(
   door: Door,
   items: readonly Json[],
   texts: ReadonlyMap<string, string>,
+  calls: ReadonlyMap<string, string>,
 ): readonly Json[] {
   const view = door.toView(items)
   let changed = false
   const rendered = view.messages.map((message): ChatMessage => {
+    if (message.role === 'assistant' && message.tool_calls && calls.size > 0) {
+      const rewritten = message.tool_calls.map((call) => {
+        const args = calls.get(callKey(call))
+        return args === undefined
+          ? call
+          : { ...call, function: { ...call.function, arguments: args } }
+      })
+      if (rewritten.every((call, k) => call === message.tool_calls![k])) return message
+      changed = true
+      return { ...message, tool_calls: rewritten }
+    }
     const id = message.role === 'tool' ? idOf(message) : undefined
     const standIn = id === undefined ? undefined : texts.get(answerKey(id))
     if (standIn === undefined) return message
@@ -50,6 +66,30 @@ export function elidedExchange(
     return { ...message, content: standIn }
   })
   return changed ? door.writeBack(items, view, rendered).flat() : items
+}
+
+/**
+ * `--elide-inputs`: the calls the rebuild rewrote, by their id and arguments as the model wrote
+ * them (the exchange holds the same call, as the upstream said it), to their arguments now.
+ */
+export function rewrittenCalls(
+  view: readonly ChatMessage[],
+  rendered: readonly ChatMessage[],
+): Map<string, string> {
+  const out = new Map<string, string>()
+  view.forEach((message, i) => {
+    const shown = rendered[i]!
+    if (shown === message || message.role !== 'assistant') return
+    message.tool_calls?.forEach((call, k) => {
+      const args = shown.tool_calls?.[k]?.function.arguments
+      if (args !== undefined && args !== call.function.arguments) out.set(callKey(call), args)
+    })
+  })
+  return out
+}
+
+function callKey(call: ToolCall): string {
+  return call.id + '\u0000' + call.function.arguments
 }
 
 function answersOf(door: Door, items: readonly Json[]): { id: string; text: string }[] {

@@ -10,7 +10,7 @@ import {
   type ElisionBatch,
 } from '../session/elision.js'
 import { keys, parseRecord } from '../session/records.js'
-import { elidedExchange, recallAnswers } from './hidden-answers.js'
+import { elidedExchange, recallAnswers, rewrittenCalls } from './hidden-answers.js'
 import { marks, signalledSummary, summaryIndices } from '../session/summaries.js'
 import { summaryKey } from '../session/tables.js'
 import { pacer } from '../pace/index.js'
@@ -297,10 +297,12 @@ async function upstreamItems(
   const written = door.writeBack(items, view, rebuilt.messages)
   const hiddenValues = rebuilt.extra.slice(0, placed.length)
   // --elide: the recall answers of exchanges put back are old results too (hidden-answers.ts).
-  const standIns = rebuilt.state.elision.texts
+  const { texts: standIns, inputs } = rebuilt.state.elision
+  const calls =
+    inputs.size > 0 ? rewrittenCalls(view.messages, rebuilt.messages) : new Map<string, string>()
   const shown =
-    deps.elide && standIns.size > 0
-      ? (exchange: readonly Json[]) => elidedExchange(door, exchange, standIns)
+    deps.elide && (standIns.size > 0 || calls.size > 0)
+      ? (exchange: readonly Json[]) => elidedExchange(door, exchange, standIns, calls)
       : undefined
   const restored = restoreAnswers(door, items, written, placed, hiddenValues, shown)
   const answers = deps.elide ? recallAnswers(door, restored.exchanges) : []

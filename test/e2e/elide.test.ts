@@ -220,7 +220,7 @@ describe('--elide on every door', () => {
    * The model recalls #0001 in its fourth turn, goes on, and at the end recalls that recall's
    * own answer: an upstream request number per turn, the recall rounds included.
    */
-  function recallingModel(door: Door): FakeScript {
+  function recallingModel(door: Door, padding = false): FakeScript {
     let n = 0
     let answerId = ''
     return (request: RecordedRequest) => {
@@ -236,7 +236,11 @@ describe('--elide on every door', () => {
       }
       const step = at < 3 ? at : at - 1
       if (step < STEPS)
-        return door.respond(request, { calls: [call('Bash', { command: `log ${step}` })] }, at)
+        return door.respond(
+          request,
+          { calls: [call('Bash', { command: command(step, padding) })] },
+          at,
+        )
       if (step === STEPS)
         return door.respond(request, { calls: [call('recall', { id: answerId })] }, at)
       return door.respond(request, { text: 'Done.' }, at)
@@ -280,6 +284,35 @@ describe('--elide on every door', () => {
       )
       assert.ok(breaks(fast).length <= 3, `a break a batch: ${breaks(fast)}`)
       await sameOnRestartAndReplicas(door, fast, ELIDE, elidedAt, false, () => recallingModel(door))
+    })
+  }
+  for (const door of DOORS) {
+    test(`${door.name}: --elide-inputs, the call the model made in the answer after a recall goes too`, async () => {
+      const memory = async () => createStore('memory:', { idleTtlMs: DAY })
+      const model = () => recallingModel(door, true)
+      const fast = await session(
+        door,
+        async (url) => single(url, await memory(), { elide: INPUTS }),
+        true,
+        model(),
+      )
+      const full = await session(
+        door,
+        async (url) => single(url, await memory(), { elide: INPUTS, spliceChars: 0 }),
+        true,
+        model(),
+      )
+      assert.deepEqual(full, fast, 'the full path sends what the fast path sends')
+      // Step 3's heredoc is the call of the answer the recall round led to (upstream request 5).
+      assert.ok(fast[5]!.includes('step 3 writes line 11'), 'whole at first')
+      const goneAt = fast.findIndex(
+        (history, i) => i > 5 && !history.includes('step 3 writes line'),
+      )
+      assert.ok(goneAt > 5, 'a later batch takes its long strings')
+      for (const history of fast.slice(goneAt))
+        assert.ok(!history.includes('step 3 writes line'), 'and they stay out')
+      assert.ok(breaks(fast).includes(goneAt), 'in a batch: a break of its own')
+      await sameOnRestartAndReplicas(door, fast, INPUTS, goneAt, true, model)
     })
   }
 
