@@ -18,6 +18,10 @@ import { postChat, requestLines, startProxy } from '../helpers/proxy.js'
 const SESSIONS = [
   { agent: 'Qwen Code 0.24.4 on DashScope', file: 'qwen-code/dashscope-session.jsonl' },
   { agent: 'opencode 1.18.33 with OpenRouter', file: 'opencode/openrouter-session.jsonl' },
+  {
+    agent: 'opencode 1.18.33, OpenAI-compatible, an Anthropic model',
+    file: 'opencode/compatible-anthropic-session.jsonl',
+  },
 ]
 
 /** A message's text, whatever its markers: what the model reads. */
