@@ -15,6 +15,7 @@ import type { Profile } from '../tools/index.js'
 import type { Workspace } from '../workspace/index.js'
 import {
   contentText,
+  withMarkersOf,
   withText,
   type ChatMessage,
   type ToolCall,
@@ -407,7 +408,7 @@ async function assemble(
       stubOf.set(key, stubTargets(record.stub!))
     }
     carried += sent - contentText(shown.content).length
-    return after({ ...message, content: shown.content })
+    return after({ ...message, content: withMarkersOf(shown.content, message.content) })
   }
 }
 

@@ -308,7 +308,10 @@ async function upstreamItems(
   const answers = deps.elide ? recallAnswers(door, restored.exchanges) : []
   const perItem = restored.items
   door.dropUnfollowed?.(perItem)
-  if (!start) perItem[0] = door.withBlockItems(perItem[0] ?? [], deps.promptBlock)
+  // The block goes with the first item wherever this request renders it: on the full path, and
+  // on the fast path from a state that holds no item yet (a first request held back whole).
+  if ((start?.itemCount ?? 0) === 0)
+    perItem[0] = door.withBlockItems(perItem[0] ?? [], deps.promptBlock)
   const pace = pacer()
   const texts: string[] = []
   for (const list of perItem) {

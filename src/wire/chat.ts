@@ -120,6 +120,23 @@ export function appendedText(before: string, after: string): string | undefined 
 }
 
 /**
+ * A stored rendering with the `cache_control` markers of the content the client sends now.
+ * Clients move a marker off a result the turn after (Qwen Code on DashScope, on the text part),
+ * and the rendering stored while it was newest kept it: markers piled up upstream, one a turn,
+ * past the four Anthropic takes. Content without a marker either way is the stored bytes.
+ */
+export function withMarkersOf(
+  stored: MessageContent,
+  now: MessageContent | undefined,
+): MessageContent {
+  if (!Array.isArray(stored) || !Array.isArray(now)) return stored
+  const marked = (part: ContentPart) => (part as { cache_control?: unknown }).cache_control
+  if (!stored.some(marked) && !now.some(marked)) return stored
+  // A stored rendering is withText of the same content, markers aside: one text part.
+  return withText(now, contentText(stored))
+}
+
+/**
  * Content with its text replaced: a string stays a string; parts keep their first text part's
  * fields (with the new text) and every non-text part, in order.
  */

@@ -13,7 +13,7 @@ import { describe, test } from 'node:test'
 import { createLogger } from '../../src/log.js'
 import { createStore } from '../../src/store/index.js'
 import { startFakeUpstream } from '../helpers/fake-upstream.js'
-import { postChat, requestLines, startProxy } from '../helpers/proxy.js'
+import { postChat, promptBlock, requestLines, startProxy } from '../helpers/proxy.js'
 
 const SESSIONS = [
   { agent: 'Qwen Code 0.24.4 on DashScope', file: 'qwen-code/dashscope-session.jsonl' },
@@ -48,7 +48,12 @@ describe('cache_control markers that move every turn', () => {
       })
       try {
         for (const body of bodies) {
-          const reply = await postChat(proxy.url, { ...body, stream: false })
+          // Named, as opencode names its sessions: the second request goes on from the first.
+          const reply = await postChat(
+            proxy.url,
+            { ...body, stream: false },
+            { 'x-session-id': 'markers' },
+          )
           assert.equal(reply.status, 200, reply.text.slice(0, 300))
         }
         const sent = upstream.requests.map((r) => r.json.messages as (typeof bodies)[0]['messages'])
@@ -60,6 +65,14 @@ describe('cache_control markers that move every turn', () => {
           const [before, now] = [results(sent[i - 1]!), results(sent[i]!)]
           assert.deepEqual(now.slice(0, before.length), before, `request ${i + 1}`)
         }
+        // The prompt block in every request (a first request held back whole left it out of the
+        // next one), and the markers where the client puts them now, no more (the stored
+        // renderings kept theirs: one more upstream a turn).
+        const markers = (json: unknown) => JSON.stringify(json).split('"cache_control"').length - 1
+        sent.forEach((messages, i) => {
+          assert.ok(text(messages[0]!.content).includes(promptBlock), `the block, request ${i + 1}`)
+          assert.equal(markers(messages), markers(bodies[i]!.messages), `markers, request ${i + 1}`)
+        })
         const last = results(sent.at(-1)!)
         assert.ok(last.length >= 3, `${last.length} results`)
         assert.match(last[0]!, /^\[#0001 \S+ lines 1-\d+/, 'the read keeps its bracket')
