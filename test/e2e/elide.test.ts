@@ -62,25 +62,35 @@ function command(step: number, padding: boolean): string {
   return `log ${step} && cat <<'EOF' > step${step}.sh\n${body.join('\n')}\nEOF`
 }
 
-/** The model: STEPS Bash calls, then a recall of #0001, then a reply. */
-function script(door: Door, padding = false) {
+/**
+ * The model: STEPS Bash calls, then a recall of #0001, then a reply. `early`: it recalls #0001
+ * in its fourth turn first (an upstream request of its own, the hidden round), and at the end
+ * recalls that recall's own answer instead.
+ */
+function script(door: Door, padding = false, early = false) {
   let n = 0
+  let answerId = '#0001'
   return (request: RecordedRequest) => {
-    const step = n++
+    const at = n++
     const call = (name: string, args: Record<string, unknown>): DoorCall => ({
-      id: `call_${step}`,
+      id: `call_${at}`,
       name,
       args,
     })
+    if (early && at === 3)
+      return door.respond(request, { calls: [call('recall', { id: '#0001' })] }, at)
+    if (early && at === 4)
+      answerId = /\[(#[0-9a-f]{4}) recall #0001/.exec(door.results(request).at(-1) ?? '')![1]!
+    const step = early && at > 3 ? at - 1 : at
     if (step < STEPS)
       return door.respond(
         request,
         { calls: [call('Bash', { command: command(step, padding) })] },
-        step,
+        at,
       )
     if (step === STEPS)
-      return door.respond(request, { calls: [call('recall', { id: '#0001' })] }, step)
-    return door.respond(request, { text: 'Done.' }, step)
+      return door.respond(request, { calls: [call('recall', { id: answerId })] }, at)
+    return door.respond(request, { text: 'Done.' }, at)
   }
 }
 
@@ -216,36 +226,7 @@ describe('--elide on every door', () => {
     })
   }
 
-  /**
-   * The model recalls #0001 in its fourth turn, goes on, and at the end recalls that recall's
-   * own answer: an upstream request number per turn, the recall rounds included.
-   */
-  function recallingModel(door: Door, padding = false): FakeScript {
-    let n = 0
-    let answerId = ''
-    return (request: RecordedRequest) => {
-      const at = n++
-      const call = (name: string, args: Record<string, unknown>): DoorCall => ({
-        id: `call_${at}`,
-        name,
-        args,
-      })
-      if (at === 3) return door.respond(request, { calls: [call('recall', { id: '#0001' })] }, at)
-      if (at === 4) {
-        answerId = /\[(#[0-9a-f]{4}) recall #0001/.exec(door.results(request).at(-1) ?? '')![1]!
-      }
-      const step = at < 3 ? at : at - 1
-      if (step < STEPS)
-        return door.respond(
-          request,
-          { calls: [call('Bash', { command: command(step, padding) })] },
-          at,
-        )
-      if (step === STEPS)
-        return door.respond(request, { calls: [call('recall', { id: answerId })] }, at)
-      return door.respond(request, { text: 'Done.' }, at)
-    }
-  }
+  const recallingModel = (door: Door, padding = false) => script(door, padding, true)
 
   for (const door of DOORS) {
     test(`${door.name}: a recall's answer, put back on every later request, is elided like any old result`, async () => {
