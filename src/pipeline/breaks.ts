@@ -1,5 +1,5 @@
 import { shortHash } from '../session/identity.js'
-import { withoutMarkers } from '../session/fingerprints.js'
+import { withoutMarkers } from '../wire/chat.js'
 import type { Json } from './door.js'
 import type { ItemDigests, SpliceState } from './splice.js'
 

@@ -56,6 +56,11 @@ export interface BatchPart extends Live {
 /** A rendering's id, at the start of its bracket. */
 const ID = /^\[(#[0-9a-f]+)/
 
+/** The id a rendering's bracket opens with (a recall answer's too), if any. */
+export function renderingId(text: string): string | undefined {
+  return ID.exec(text)?.[1]
+}
+
 /** Characters per token for the decision: an estimate, the same on every replica. */
 const CHARS_PER_TOKEN = 4
 /** A rendering shorter than this many of its stand-ins stays: eliding it would save too little. */
@@ -83,7 +88,7 @@ export function liveResults(
     const item = view.origins[i]!
     const text = contentText(rendered[i]!.content)
     const standInChars = standIn(text, settings).length
-    const id = ID.exec(text)?.[1] ?? ''
+    const id = renderingId(text) ?? ''
     const at = { item: base + item, offset: offsets[item]! }
     const live: Live = { key, id, stubOf: stubOf.get(key), chars: text.length, standInChars, ...at }
     const call = calls.get(i)
@@ -297,6 +302,6 @@ function batchOf(live: readonly Live[], candidates: readonly Live[]): BatchPart[
 /** A result's stand-in: its first bracket (id, and a read's path and lines) and the notice. */
 export function standIn(rendering: string, settings: ElideSettings): string {
   const bracket = /^\[[^\]\n]*\]/.exec(rendering)?.[0] ?? ''
-  const id = ID.exec(bracket)?.[1] ?? ''
+  const id = renderingId(bracket) ?? ''
   return settings.standIn.replaceAll('{bracket}', () => bracket).replaceAll('{id}', id)
 }

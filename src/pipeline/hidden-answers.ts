@@ -1,5 +1,6 @@
 import type { Door, Json } from './door.js'
 import type { Restored } from '../session/answers.js'
+import { renderingId } from './elide.js'
 import { contentText, type ChatMessage, type ToolCall } from '../wire/chat.js'
 
 /**
@@ -23,9 +24,6 @@ export interface RecallAnswer {
 export function answerKey(id: string): string {
   return 'recall:' + id
 }
-
-/** An answer's id, at the start of its bracket. */
-const ID = /^\[(#[0-9a-f]+)/
 
 /** The recall answers of the exchanges put back, in order (every tool result there is one). */
 export function recallAnswers(door: Door, exchanges: readonly Restored[]): RecallAnswer[] {
@@ -100,5 +98,5 @@ function answersOf(door: Door, items: readonly Json[]): { id: string; text: stri
 }
 
 function idOf(message: ChatMessage): string | undefined {
-  return ID.exec(contentText(message.content))?.[1]
+  return renderingId(contentText(message.content))
 }

@@ -323,7 +323,7 @@ async function upstreamItems(
   const encoded = await encodeItems(texts, known.length > 0)
   return {
     perItem,
-    restored: restored.restored,
+    restored: restored.exchanges.length,
     /** The recall answers put back (with --elide): the live results the client never sent. */
     answers,
     /** Each client item's upstream bytes (views of `added`; empty for an item sent as none). */

@@ -91,7 +91,7 @@ export function restoreAnswers(
   placed: readonly Placed[],
   found: readonly (string | undefined)[],
   shown: (items: readonly Json[]) => readonly Json[] = (items) => items,
-): { items: Json[][]; restored: number; exchanges: Restored[] } {
+): { items: Json[][]; exchanges: Restored[] } {
   const records = new Map<number, HiddenRecord>()
   placed.forEach((place, i) => {
     const value = found[i]
@@ -121,7 +121,7 @@ export function restoreAnswers(
       out[i + 1] = []
     }
   }
-  return { items: out, restored: exchanges.length, exchanges }
+  return { items: out, exchanges }
 }
 
 /**

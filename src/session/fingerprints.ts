@@ -1,4 +1,4 @@
-import { contentText, type ChatMessage } from '../wire/chat.js'
+import { contentText, withoutMarkers, type ChatMessage } from '../wire/chat.js'
 import { createHash } from 'node:crypto'
 import { sliceEnd, TEXT_SLICE } from '../context/index.js'
 import { shortDigest, shortHash } from './identity.js'
@@ -16,11 +16,6 @@ export function toolMessageKey(message: ChatMessage): string {
       '\u0000' +
       JSON.stringify(message.content ?? null, withoutMarkers),
   )
-}
-
-/** A JSON replacer that leaves `cache_control` out (content without it encodes as before). */
-export function withoutMarkers(key: string, value: unknown): unknown {
-  return key === 'cache_control' ? undefined : value
 }
 
 /** Text content past this many characters is keyed in slices, with pauses between. */

@@ -120,6 +120,19 @@ export function appendedText(before: string, after: string): string | undefined 
 }
 
 /**
+ * Whether a message, a content part or a call carries Anthropic's `cache_control` marker: clients
+ * move it to their newest messages every turn, so it is never content.
+ */
+export function hasMarker(value: unknown): boolean {
+  return isRecord(value) && value.cache_control !== undefined
+}
+
+/** A JSON replacer that leaves `cache_control` out (what has none encodes as without it). */
+export function withoutMarkers(key: string, value: unknown): unknown {
+  return key === 'cache_control' ? undefined : value
+}
+
+/**
  * A stored rendering with the `cache_control` markers of the content the client sends now.
  * Clients move a marker off a result the turn after (Qwen Code on DashScope, on the text part),
  * and the rendering stored while it was newest kept it: markers piled up upstream, one a turn,
@@ -130,8 +143,7 @@ export function withMarkersOf(
   now: MessageContent | undefined,
 ): MessageContent {
   if (!Array.isArray(stored) || !Array.isArray(now)) return stored
-  const marked = (part: ContentPart) => (part as { cache_control?: unknown }).cache_control
-  if (!stored.some(marked) && !now.some(marked)) return stored
+  if (!stored.some(hasMarker) && !now.some(hasMarker)) return stored
   // A stored rendering is withText of the same content, markers aside: one text part.
   return withText(now, contentText(stored))
 }

@@ -5,6 +5,7 @@ import {
   withTextAfter,
   contentText,
   isRecord,
+  hasMarker,
   type ChatMessage,
   type ToolCall,
   type ToolDefinition,
@@ -21,7 +22,7 @@ export const chatDoor: Door = {
   // Clients of Anthropic models through OpenRouter or another OpenAI-compatible API (opencode,
   // Kilo; Qwen Code on DashScope) mark their last messages with `cache_control` and move the
   // markers the next turn: where the newest items carry one, they are held back.
-  holdback: (items) => (items.slice(-MARKED).some(hasMarker) ? MARKED : 0),
+  holdback: (items) => (items.slice(-MARKED).some(markedMessage) ? MARKED : 0),
   errorBody: openAIErrorBody,
 
   label: 'chat completions request',
@@ -130,8 +131,7 @@ const MARKED = 2
  * Whether a message carries a `cache_control` marker: on itself (opencode through the
  * OpenAI-compatible provider), on a content part (OpenRouter's provider, Qwen Code) or on a call.
  */
-function hasMarker(item: Json): boolean {
-  const marked = (value: unknown) => isRecord(value) && value.cache_control !== undefined
-  const parts = (value: unknown) => Array.isArray(value) && value.some(marked)
-  return marked(item) || parts(item.content) || parts(item.tool_calls)
+function markedMessage(item: Json): boolean {
+  const parts = (value: unknown) => Array.isArray(value) && value.some(hasMarker)
+  return hasMarker(item) || parts(item.content) || parts(item.tool_calls)
 }
