@@ -141,8 +141,12 @@ export interface Door extends AnswerShape {
   ): (Json | readonly Json[])[]
   /** The fields with the prompt block and the recall tool in the door's shape. */
   withRecall(request: Json, block: string, recall: ToolDefinition | undefined): Json
-  /** Chat only: the block joins the first system message, or opens the history. */
-  withBlockItems(items: readonly Json[], block: string): Json[]
+  /**
+   * The first item's upstream items with the prompt block, where the door puts it there (chat:
+   * the first system message, or a new one; Responses without `instructions`: the first
+   * developer message, or a new one); as they are where withRecall put it in a field.
+   */
+  withBlockItems(items: readonly Json[], block: string, request: Json): Json[]
   /**
    * Takes out, in place, the upstream items the API would refuse for an answer the proxy hid
    * (Responses: a reasoning item left without the call it preceded); absent where none can be.

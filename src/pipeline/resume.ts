@@ -88,9 +88,10 @@ export interface Handover {
  * taken on. 2: prefix digests are 64-bit xxHash (they were SHA-256). 3: a live result's stub
  * names a list of ids (a call that read several files may stub several). 4: elided calls'
  * arguments (`--elide-inputs`) with the elision, and where a live result's call stands. 5: recall answers put back are live
- * results, and `--elide` leaves the newest turn's messages out of a state.
+ * results, and `--elide` leaves the newest turn's messages out of a state. 6: on `/v1/responses` without
+ * `instructions`, the first item carries the prompt block (it went into `instructions`).
  */
-const STATE_FORMAT = 5
+const STATE_FORMAT = 6
 
 /** A digest of what makes a remembered state valid: the same code and the same settings. */
 export function resumeFingerprint(version: string, settings: unknown): string {

@@ -311,7 +311,7 @@ async function upstreamItems(
   // The block goes with the first item wherever this request renders it: on the full path, and
   // on the fast path from a state that holds no item yet (a first request held back whole).
   if ((start?.itemCount ?? 0) === 0)
-    perItem[0] = door.withBlockItems(perItem[0] ?? [], deps.promptBlock)
+    perItem[0] = door.withBlockItems(perItem[0] ?? [], deps.promptBlock, input.request)
   const pace = pacer()
   const texts: string[] = []
   for (const list of perItem) {

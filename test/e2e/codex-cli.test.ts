@@ -25,7 +25,13 @@ import {
   responsesRequests,
   type ResponsesSay,
 } from '../helpers/fake-responses.js'
-import { defaultElide, fullPathRequests, startProxy, type TestProxy } from '../helpers/proxy.js'
+import {
+  defaultElide,
+  fullPathRequests,
+  promptBlock,
+  startProxy,
+  type TestProxy,
+} from '../helpers/proxy.js'
 import { agentBinary, makeLiveProject, type LiveProject } from './live/agents.js'
 
 /** The real Codex CLI, installed by the test set-up beside the other agents' CLIs. */
@@ -122,6 +128,13 @@ describe('the real Codex CLI through /v1/responses', () => {
     const text = typeof output.output === 'string' ? output.output : JSON.stringify(output.output)
     assert.match(text, /^\[#0001\]/)
     assert.match(text, /lines elided, full output #0001\]/)
+    // Codex sends its prompt as a developer message and no instructions: the block ends that
+    // message, and no `instructions` are made (ChatGPT's backend refused any not Codex's own).
+    for (const request of sent) {
+      assert.equal(request.instructions, undefined)
+      assert.equal(request.input[0].role, 'developer')
+      assert.equal(request.input[0].content.at(-1).text, promptBlock)
+    }
     // The recall round happened upstream, the client never saw it, and the prefix held.
     assert.equal(last.input.at(-1).call_id, 'call_recall_1')
     assert.doesNotMatch(stdout, /recall/)
@@ -206,6 +219,13 @@ describe('the real Codex CLI signed in with ChatGPT: zstd request bodies', () =>
           typeof output.output === 'string' ? output.output : JSON.stringify(output.output)
         assert.match(text, /^\[#0001\]/)
         assert.match(text, /lines elided, full output #0001\]/)
+        // Codex sends its prompt as a developer message and no instructions: the block ends that
+        // message, and no `instructions` are made (ChatGPT's backend refused any not Codex's own).
+        for (const { json } of posts) {
+          assert.equal(json.instructions, undefined)
+          assert.equal(json.input[0].role, 'developer')
+          assert.equal(json.input[0].content.at(-1).text, promptBlock)
+        }
         // Codex also tries a WebSocket (GET /v1/responses) first: only its POSTs carry input.
         assert.deepEqual(inputPrefixViolations(posts), [])
       } finally {

@@ -182,6 +182,51 @@ for (const stream of [false, true]) {
       assert.deepEqual(sent[2].input[0], userMessage('count to 1000'))
     })
 
+    test('without instructions (Codex since it sends its prompt as a developer message), the block ends the first developer message', async () => {
+      upstream.requests.length = 0
+      upstream.setScript(
+        scriptedResponses([
+          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'seq 1000'] } }] },
+          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'echo hi'] } }] },
+          { text: 'All done.' },
+        ]),
+      )
+      const prompt = {
+        type: 'message',
+        id: 'msg_prompt',
+        role: 'developer',
+        content: [{ type: 'input_text', text: 'You are a coding agent running in the Codex CLI.' }],
+      }
+      const base = { model: 'gpt-5-codex', tools, stream, prompt_cache_key: `dev-${stream}` }
+      let input: any[] = [prompt, userMessage('count to 1000')]
+      for (let turn = 0; turn < 3; turn++) {
+        const result = await postResponses(proxy.url, { ...base, input })
+        assert.equal(result.status, 200, result.text)
+        const output = outputOf(result, stream)
+        input = [...input, ...output]
+        const call = output.find((item) => item.type === 'function_call')
+        if (call)
+          input.push({
+            type: 'function_call_output',
+            call_id: call.call_id,
+            output: shellOutput(3),
+          })
+      }
+      const sent = responsesRequests(upstream.requests)
+      assert.equal(sent.length, 3)
+      assert.deepEqual(inputPrefixViolations(upstream.requests), [])
+      for (const request of sent) {
+        assert.equal('instructions' in request, false, 'no instructions field is made')
+        assert.deepEqual(request.input[0], {
+          ...prompt,
+          content: [...prompt.content, { type: 'input_text', text: promptBlock }],
+        })
+        assert.deepEqual(request.input[1], userMessage('count to 1000'))
+        assert.ok(request.tools.some((t: any) => t.name === 'recall'))
+      }
+      assert.match(sent[2].input.at(-1).output, /^\[#0002\]/)
+    })
+
     test('custom tool calls (apply_patch) get an id in their output', async () => {
       upstream.requests.length = 0
       upstream.setScript(scriptedResponses([{ text: 'Patched.' }]))
@@ -208,9 +253,18 @@ for (const stream of [false, true]) {
       })
       assert.equal(result.status, 200, result.text)
       const [sent] = responsesRequests(upstream.requests)
-      assert.match(sent.input[2].output, /^\[#0001/)
-      assert.deepEqual(sent.input[1], input[1])
-      assert.equal(sent.instructions, promptBlock, 'instructions created when absent')
+      assert.equal(sent.instructions, undefined, 'no instructions where the client sent none')
+      assert.deepEqual(
+        sent.input[0],
+        {
+          type: 'message',
+          role: 'developer',
+          content: [{ type: 'input_text', text: promptBlock }],
+        },
+        'the block opens the input as a developer message',
+      )
+      assert.match(sent.input[3].output, /^\[#0001/)
+      assert.deepEqual(sent.input[2], input[1])
     })
 
     test('recall is answered by the proxy and restored in the next request', async () => {
@@ -467,7 +521,12 @@ describe('--elide-inputs through /v1/responses', () => {
         ...call(2, script),
         ...call(3, 'ls'),
       ]
-      const body = { model: 'm', tools, prompt_cache_key: 'elide-inputs' }
+      const body = {
+        model: 'm',
+        instructions: 'Be brief.',
+        tools,
+        prompt_cache_key: 'elide-inputs',
+      }
       for (const turn of [input, [...input, ...call(4, 'pwd')]]) {
         const result = await postResponses(proxy.url, { ...body, input: turn })
         assert.equal(result.status, 200, result.text)
@@ -542,7 +601,12 @@ describe("Codex's exec_command output through /v1/responses", () => {
     upstream.setScript(scriptedResponses([{ text: 'Read it.' }, { text: 'Going on.' }]))
     const content = readFileSync(join(project, 'util.ts'), 'utf8')
     const envelope = `Chunk ID: 9z\nWall time: 0.0100 seconds\nProcess exited with code 0\nOriginal token count: 40\nOutput:\n${content}`
-    const base = { model: 'm', tools, prompt_cache_key: 'codex-compaction' }
+    const base = {
+      model: 'm',
+      instructions: 'Be brief.',
+      tools,
+      prompt_cache_key: 'codex-compaction',
+    }
     const input = [
       userMessage('read util.ts'),
       {

@@ -16,6 +16,7 @@ import { startCli, startProxyCli, stopCli, type Running } from '../helpers/cli.j
 import { anthropicMessage } from '../helpers/fake-anthropic.js'
 import { responsesJson } from '../helpers/fake-responses.js'
 import { chatCompletion, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream.js'
+import { promptBlock } from '../helpers/proxy.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 
 const FILE = Array.from({ length: 40 }, (_, i) => `line ${i + 1} of a.txt`).join('\n') + '\n'
@@ -95,12 +96,13 @@ function doorsOf(tag: string): readonly Door[] {
       name: 'responses',
       path: '/v1/responses',
       headers: { authorization: 'Bearer resume-codex' },
+      // As Codex sends it: no instructions, its prompt a developer message (the block ends it).
       body: (done) => ({
         model: 'gpt-test',
-        instructions: 'You are Codex.',
         tools: [{ type: 'function', name: 'shell', parameters: { type: 'object' } }],
         prompt_cache_key: `resume-codex-${tag}`,
         input: [
+          { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Codex.' }] },
           { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'work' }] },
           ...STEPS.slice(0, done).flatMap(([command, output], i) => [
             {
@@ -243,6 +245,8 @@ for (const backend of ['sqlite', 'redis'] as const) {
       assert.equal(handed.sent[i], killed.sent[i], `${door}: the same bytes upstream`)
       assert.match(handed.sent[i]!, /Unchanged since #0001/, `${door}: the re-read is a stub`)
     }
+    const codex = JSON.parse(handed.sent[2]!)
+    assert.equal(codex.input[0].content.at(-1).text, promptBlock, 'the block ends the prompt')
   })
 }
 

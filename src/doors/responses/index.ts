@@ -1,5 +1,5 @@
 import { openAIErrorBody } from '../../errors.js'
-import { isRecord } from '../../wire/chat.js'
+import { isRecord, withTextAfter } from '../../wire/chat.js'
 import type { Door, Json, Part, RecallReply, RoundEnd } from '../../pipeline/door.js'
 import { chatTools, itemKey, responsesTool, toView, writeBack } from './items.js'
 import { dropUnfollowedReasoning } from './orphans.js'
@@ -36,15 +36,25 @@ export const responsesDoor: Door = {
 
   toView,
   writeBack,
+  // The block ends the client's `instructions`; a client that sends none (Codex, which sends its
+  // prompt as a developer message) gets it at the end of its first developer message, or in one
+  // of its own: ChatGPT's Codex backend has refused `instructions` that are not Codex's own, and
+  // takes any developer message, as it takes AGENTS.md. (The fields decide: the fast path sees
+  // only the items a request appends.)
   withRecall(request, block, recall) {
-    const instructions = typeof request.instructions === 'string' ? request.instructions : ''
+    const instructions = instructionsOf(request)
     return {
       ...request,
-      instructions: instructions === '' ? block : instructions + '\n\n' + block,
+      ...(instructions === '' ? {} : { instructions: instructions + '\n\n' + block }),
       tools: recall ? [...tools(request), responsesTool(recall)] : tools(request),
     }
   },
-  withBlockItems: (items) => [...items],
+  withBlockItems(items, block, request) {
+    const [first, ...rest] = items
+    if (instructionsOf(request) !== '') return [...items]
+    if (first === undefined || !isInstruction(first)) return [developerItem(block), ...items]
+    return [{ ...first, content: withTextAfter(first.content, block, 'input_text') }, ...rest]
+  },
   dropUnfollowed: dropUnfollowedReasoning,
   answerDigest(item) {
     if (item.type === 'message' && item.role !== 'assistant') return undefined
@@ -89,6 +99,20 @@ export function textItem(text: string): Json {
     role: 'assistant',
     content: [{ type: 'output_text', text, annotations: [] }],
   }
+}
+
+function instructionsOf(request: Json): string {
+  return typeof request.instructions === 'string' ? request.instructions : ''
+}
+
+/** A developer or system message: what a client says before the conversation. */
+function isInstruction(item: Json): boolean {
+  if (item.type !== 'message' && item.type !== undefined) return false
+  return item.role === 'developer' || item.role === 'system'
+}
+
+function developerItem(text: string): Json {
+  return { type: 'message', role: 'developer', content: [{ type: 'input_text', text }] }
 }
 
 function tools(request: Json): unknown[] {
