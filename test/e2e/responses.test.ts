@@ -129,14 +129,6 @@ for (const stream of [false, true]) {
     })
 
     test('tool outputs shaped, earlier items byte-identical, recall offered', async () => {
-      upstream.requests.length = 0
-      upstream.setScript(
-        scriptedResponses([
-          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'seq 1000'] } }] },
-          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'echo hi'] } }] },
-          { text: 'All done.' },
-        ]),
-      )
       const base = {
         model: 'gpt-5-codex',
         instructions: 'You are Codex.',
@@ -145,20 +137,7 @@ for (const stream of [false, true]) {
         store: false,
         prompt_cache_key: `codex-${stream}`,
       }
-      let input: any[] = [userMessage('count to 1000')]
-      for (let turn = 0; turn < 3; turn++) {
-        const result = await postResponses(proxy.url, { ...base, input })
-        assert.equal(result.status, 200, result.text)
-        const output = outputOf(result, stream)
-        input = [...input, ...output]
-        const call = output.find((item) => item.type === 'function_call')
-        if (call)
-          input.push({
-            type: 'function_call_output',
-            call_id: call.call_id,
-            output: turn === 0 ? shellOutput(1000) : shellOutput(1),
-          })
-      }
+      await countingSession(base, [userMessage('count to 1000')])
       const sent = responsesRequests(upstream.requests)
       assert.equal(sent.length, 3)
       assert.deepEqual(inputPrefixViolations(upstream.requests), [])
@@ -183,14 +162,6 @@ for (const stream of [false, true]) {
     })
 
     test('without instructions (Codex since it sends its prompt as a developer message), the block ends the first developer message', async () => {
-      upstream.requests.length = 0
-      upstream.setScript(
-        scriptedResponses([
-          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'seq 1000'] } }] },
-          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'echo hi'] } }] },
-          { text: 'All done.' },
-        ]),
-      )
       const prompt = {
         type: 'message',
         id: 'msg_prompt',
@@ -198,20 +169,7 @@ for (const stream of [false, true]) {
         content: [{ type: 'input_text', text: 'You are a coding agent running in the Codex CLI.' }],
       }
       const base = { model: 'gpt-5-codex', tools, stream, prompt_cache_key: `dev-${stream}` }
-      let input: any[] = [prompt, userMessage('count to 1000')]
-      for (let turn = 0; turn < 3; turn++) {
-        const result = await postResponses(proxy.url, { ...base, input })
-        assert.equal(result.status, 200, result.text)
-        const output = outputOf(result, stream)
-        input = [...input, ...output]
-        const call = output.find((item) => item.type === 'function_call')
-        if (call)
-          input.push({
-            type: 'function_call_output',
-            call_id: call.call_id,
-            output: shellOutput(3),
-          })
-      }
+      await countingSession(base, [prompt, userMessage('count to 1000')])
       const sent = responsesRequests(upstream.requests)
       assert.equal(sent.length, 3)
       assert.deepEqual(inputPrefixViolations(upstream.requests), [])
@@ -224,8 +182,34 @@ for (const stream of [false, true]) {
         assert.deepEqual(request.input[1], userMessage('count to 1000'))
         assert.ok(request.tools.some((t: any) => t.name === 'recall'))
       }
-      assert.match(sent[2].input.at(-1).output, /^\[#0002\]/)
+      assert.match(sent.at(-1).input.at(-1).output, /^\[#0002\]/)
     })
+
+    /** Three turns of a scripted model: `seq 1000`, `echo hi`, then text; upstream emptied first. */
+    async function countingSession(base: object, opening: any[]): Promise<void> {
+      upstream.requests.length = 0
+      upstream.setScript(
+        scriptedResponses([
+          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'seq 1000'] } }] },
+          { calls: [{ name: 'shell', args: { command: ['bash', '-lc', 'echo hi'] } }] },
+          { text: 'All done.' },
+        ]),
+      )
+      let input = opening
+      for (let turn = 0; turn < 3; turn++) {
+        const result = await postResponses(proxy.url, { ...base, input })
+        assert.equal(result.status, 200, result.text)
+        const output = outputOf(result, stream)
+        input = [...input, ...output]
+        const call = output.find((item) => item.type === 'function_call')
+        if (call)
+          input.push({
+            type: 'function_call_output',
+            call_id: call.call_id,
+            output: turn === 0 ? shellOutput(1000) : shellOutput(1),
+          })
+      }
+    }
 
     test('custom tool calls (apply_patch) get an id in their output', async () => {
       upstream.requests.length = 0
