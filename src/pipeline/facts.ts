@@ -284,6 +284,7 @@ async function changeFacts(
       snapshot,
       created: success.rule.created === true,
       inexact: success.rule.inexact === true,
+      staleView: success.rule.staleView === true,
       stated,
       views,
     })
@@ -312,6 +313,8 @@ interface ChangeContext {
   readonly created: boolean
   /** The tool may have matched the old text loosely (SuccessRule.inexact). */
   readonly inexact: boolean
+  /** The file had changed since the model's view (SuccessRule.staleView). */
+  readonly staleView: boolean
   /** The file's content after the change, as the answer states it. */
   readonly stated: string | undefined
   readonly views: FileViews
@@ -320,8 +323,9 @@ interface ChangeContext {
 async function fileChange(
   classified: Extract<Classified, { kind: 'edit' | 'write' | 'patch' }>,
   file: PatchFile | undefined,
-  { path, absPath, snapshot, created, inexact, stated, views }: ChangeContext,
+  { path, absPath, snapshot, created, inexact, staleView, stated, views }: ChangeContext,
 ): Promise<FileChange | undefined> {
+  if (staleView && !snapshot) return undefined
   const base = { path: file?.op === 'update' && file.moveTo ? file.moveTo : path, absPath }
   const view = () => views.content(absPath)
   if (file?.op === 'add') {

@@ -164,6 +164,11 @@ export interface SuccessRule {
    * from the file after.
    */
   readonly inexact?: boolean
+  /**
+   * The answer says the file had changed since the model last saw it (a formatter, a shell
+   * command): the change is known only from the file itself (a workspace), never from the view.
+   */
+  readonly staleView?: boolean
 }
 
 /**

@@ -71,6 +71,13 @@ export const claudeCode = defineProfile({
       pattern:
         /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?: \(file state is current in your context — no need to Read it back\))?\s*$/,
     },
+    // The file had changed on disk since the model's last Read (2.1.332 and 2.1.337 alike): the
+    // diff comes from the file, the CLI's note stays after it (the model has not seen it all).
+    {
+      pattern:
+        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?<note> \(note: the file had been modified on disk since you last read it\b[^\n]*\))\s*$/,
+      staleView: true,
+    },
     {
       pattern:
         /^The file [^\n]+ has been updated\. Here's the result of running `cat -n` on a snippet of the edited file:\n/,
