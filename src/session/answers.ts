@@ -15,6 +15,11 @@ export interface AnswerShape {
   answerDigest(item: Json): { readonly text: string; readonly named: boolean } | undefined
   /** Any item's text, for the item before an answer. */
   itemDigest(item: Json): string
+  /**
+   * Another digest an item may come back as (Responses: a reference to its id, from a client
+   * that stores its output), or undefined.
+   */
+  alias?(item: Json): string | undefined
   /** Restored items followed by the client's item: one item when the API wants them joined. */
   join?(restored: Json, next: Json): Json | undefined
 }
@@ -103,11 +108,11 @@ export function restoreAnswers(
   for (let i = 0; i < client.length; i++) {
     const record = records.get(i)
     const visible = record?.visible ?? []
-    if (
-      !record ||
-      !visible.every((d, k) => client[i + k] && matchDigest(door, client[i + k]!) === d)
-    )
-      continue
+    const matches = (d: string, k: number) => {
+      const sent = client[i + k] && matchDigest(door, client[i + k]!)
+      return sent === d || (sent !== undefined && sent === record?.aliases?.[k])
+    }
+    if (!record || !visible.every(matches)) continue
     out[i] = [...shown(record.items)]
     for (let k = 1; k < visible.length; k++) out[i + k] = []
     exchanges.push({ at: i, items: record.items })
@@ -141,8 +146,10 @@ export async function recordAnswer(
   if (!digest) return
   const key = placeKey(place, digest.text)
   const scope = session.ensure()
+  const aliases = visible.map((item) => door.alias?.(item) ?? null)
   const record: HiddenRecord = {
     visible: visible.map((item) => matchDigest(door, item)),
+    ...(aliases.some((alias) => alias !== null) ? { aliases } : {}),
     items: upstream,
   }
   await store.putIfAbsent(scope, [[keys.hidden(key), JSON.stringify(record)]])

@@ -63,6 +63,8 @@ export interface ToolRecord {
 export interface HiddenRecord {
   /** The digests of the client's items it replaces, in order. */
   readonly visible: readonly string[]
+  /** Another digest each may come back as (AnswerShape.alias), where one has one. */
+  readonly aliases?: readonly (string | null)[]
   readonly items: readonly Record<string, unknown>[]
 }
 

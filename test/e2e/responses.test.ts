@@ -313,56 +313,71 @@ for (const stream of [false, true]) {
       ])
     })
 
-    test("a recall round sends the model's reasoning back with its call (encrypted content included)", async () => {
-      upstream.requests.length = 0
-      const thought = { summary: 'Need line 9.', encrypted: 'gAAAA-first-opaque' }
-      const after = { summary: 'Found it.', encrypted: 'gAAAA-second-opaque' }
-      upstream.setScript(
-        scriptedResponses([
-          {
-            reasoning: thought,
-            calls: [{ name: 'recall', args: { id: '#0001', offset: 9, limit: 1 } }],
-          },
-          { reasoning: after, text: 'Line 9 says line 9.' },
-          { text: 'Bye.' },
-        ]),
-      )
-      const { base, input: asked } = shellTurn(`reasoning-${stream}`, stream, 1000)
-      let input: any[] = asked
-      const first = await postResponses(proxy.url, { ...base, input })
-      assert.equal(first.status, 200, first.text)
-      const sent = responsesRequests(upstream.requests)
-      // A function call sent back without the reasoning item before it is refused by the API.
-      const round = sent[1].input.slice(-3)
-      assert.deepEqual(
-        round.map((i: any) => i.type),
-        ['reasoning', 'function_call', 'function_call_output'],
-      )
-      assert.equal(round[0].encrypted_content, thought.encrypted)
-      const output = outputOf(first, stream)
-      assert.deepEqual(
-        output.map((i: any) => i.type),
-        ['reasoning', 'reasoning', 'message'],
-        "the client gets each round's reasoning to send back",
-      )
-      assert.deepEqual(
-        output.filter((i: any) => i.type === 'reasoning').map((i: any) => i.encrypted_content),
-        [thought.encrypted, after.encrypted],
-      )
-      input = [...input, ...output, userMessage('thanks')]
-      const second = await postResponses(proxy.url, { ...base, input })
-      assert.equal(second.status, 200, second.text)
-      assert.deepEqual(inputPrefixViolations(upstream.requests), [])
-      const types = responsesRequests(upstream.requests)[2].input.map((i: any) => i.type)
-      assert.deepEqual(types.slice(3), [
-        'reasoning',
-        'function_call',
-        'function_call_output',
-        'reasoning',
-        'message',
-        'message',
-      ])
-    })
+    // How clients send a model's output back: Codex as it came; the AI SDK (opencode, Kilo with
+    // the \`openai\` provider) without ids when it does not store (\`store: false\`, its default),
+    // and by reference to the ids the upstream stored otherwise (calls whole).
+    const sendBack = {
+      'as it came (Codex)': (item: any) => item,
+      'without ids (the AI SDK, store false)': ({ id: _id, ...rest }: any) => rest,
+      'by reference (the AI SDK, store true)': (item: any) =>
+        item.type === 'function_call' ? item : { type: 'item_reference', id: item.id },
+    }
+    for (const [client, back] of Object.entries(sendBack)) {
+      const stored = client.includes('store true')
+      test(`a recall round sends the model's reasoning back with its call, and goes back upstream after it: the client sends its output ${client}`, async () => {
+        upstream.requests.length = 0
+        const encrypted = (text: string) => (stored ? {} : { encrypted: text })
+        const thought = { summary: 'Need line 9.', ...encrypted('gAAAA-first-opaque') }
+        const after = { summary: 'Found it.', ...encrypted('gAAAA-second-opaque') }
+        upstream.setScript(
+          scriptedResponses([
+            {
+              reasoning: thought,
+              calls: [{ name: 'recall', args: { id: '#0001', offset: 9, limit: 1 } }],
+            },
+            { reasoning: after, text: 'Line 9 says line 9.' },
+            { text: 'Bye.' },
+          ]),
+        )
+        const { base, input: asked } = shellTurn(`reasoning-${stream}-${client}`, stream, 1000)
+        let input: any[] = asked
+        const first = await postResponses(proxy.url, { ...base, input })
+        assert.equal(first.status, 200, first.text)
+        const sent = responsesRequests(upstream.requests)
+        // A function call sent back without the reasoning item before it is refused by the API.
+        const round = sent[1].input.slice(-3)
+        assert.deepEqual(
+          round.map((i: any) => i.type),
+          ['reasoning', 'function_call', 'function_call_output'],
+        )
+        assert.equal(round[0].encrypted_content, thought.encrypted)
+        const output = outputOf(first, stream)
+        assert.deepEqual(
+          output.map((i: any) => i.type),
+          ['reasoning', 'reasoning', 'message'],
+          "the client gets each round's reasoning to send back",
+        )
+        assert.deepEqual(
+          output.filter((i: any) => i.type === 'reasoning').map((i: any) => i.encrypted_content),
+          [thought.encrypted, after.encrypted],
+        )
+        input = [...input, ...output.map(back), userMessage('thanks')]
+        const second = await postResponses(proxy.url, { ...base, input })
+        assert.equal(second.status, 200, second.text)
+        // The recall round as the upstream had it, byte for byte (in place of the references
+        // too): the cache holds, and the model still has what it recalled.
+        assert.deepEqual(inputPrefixViolations(upstream.requests), [])
+        const types = responsesRequests(upstream.requests)[2].input.map((i: any) => i.type)
+        assert.deepEqual(types.slice(3), [
+          'reasoning',
+          'function_call',
+          'function_call_output',
+          'reasoning',
+          'message',
+          'message',
+        ])
+      })
+    }
 
     if (stream)
       test("a round's reasoning left without its call (the round after it failed) goes upstream as nothing", async () => {

@@ -4,13 +4,22 @@ import type { FakeResponse, FakeScript, RecordedRequest } from './fake-upstream.
 /** What a scripted Responses model says next: function calls, or text; a reasoning model first reasons. */
 export type ResponsesSay = (
   { calls: { name: string; args: Record<string, unknown>; id?: string }[] } | { text: string }
-) & { reasoning?: { summary: string; encrypted: string } }
+) & { reasoning?: { summary: string; encrypted?: string } }
 
 /** A reasoning item, as a stateless request (`include: ["reasoning.encrypted_content"]`) gets it. */
 function reasoningItem(say: ResponsesSay, n: number): Record<string, unknown>[] {
   if (!say.reasoning) return []
   const summary = [{ type: 'summary_text', text: say.reasoning.summary }]
-  return [{ type: 'reasoning', id: 'rs_' + n, summary, encrypted_content: say.reasoning.encrypted }]
+  const { encrypted } = say.reasoning
+  // Without `encrypted`: as a stored request (`store: true`) gets it, to refer back to by its id.
+  return [
+    {
+      type: 'reasoning',
+      id: 'rs_' + n,
+      summary,
+      ...(encrypted === undefined ? {} : { encrypted_content: encrypted }),
+    },
+  ]
 }
 
 const usage = {

@@ -1,7 +1,7 @@
 import { openAIErrorBody } from '../../errors.js'
 import { isRecord, withTextAfter } from '../../wire/chat.js'
 import type { Door, Json, Part, RecallReply, RoundEnd } from '../../pipeline/door.js'
-import { chatTools, itemKey, responsesTool, toView, writeBack } from './items.js'
+import { chatTools, idKey, itemKey, responsesTool, toView, writeBack } from './items.js'
 import { dropUnfollowedReasoning } from './orphans.js'
 import { ResponsesStream } from './stream.js'
 
@@ -64,6 +64,7 @@ export const responsesDoor: Door = {
     return { text: itemKey(item), named: typeof item.call_id === 'string' }
   },
   itemDigest: itemKey,
+  alias: idKey,
 
   readAnswer(json) {
     if (!isRecord(json) || !Array.isArray(json.output)) return undefined

@@ -190,12 +190,22 @@ export function responsesTool(tool: ToolDefinition): Json {
 
 /**
  * How an item the client got is known again when it comes back: calls by their call id, a
- * message by its role and text, anything else by its id or its whole JSON.
+ * message by its role and text, reasoning by its encrypted content, anything else by its id or
+ * its whole JSON. (The AI SDK sends output back without ids when it does not store it.)
  */
 export function itemKey(item: Json): string {
   if (typeof item.call_id === 'string') return `call\u0000${String(item.type)}\u0000${item.call_id}`
   if (item.type === 'message' || (item.type === undefined && typeof item.role === 'string'))
     return `message\u0000${String(item.role)}\u0000${messageText(item.content).trim()}`
-  if (typeof item.id === 'string') return `id\u0000${item.id}`
-  return `json\u0000${shortHash(JSON.stringify(item))}`
+  if (item.type === 'reasoning' && typeof item.encrypted_content === 'string')
+    return `reasoning\u0000${shortHash(item.encrypted_content)}`
+  return idKey(item) ?? `json\u0000${shortHash(JSON.stringify(item))}`
+}
+
+/**
+ * An item's key by its id: what a client that stores its output (the AI SDK with `store: true`)
+ * sends back in its place, an `item_reference` to that id.
+ */
+export function idKey(item: Json): string | undefined {
+  return typeof item.id === 'string' ? `id\u0000${item.id}` : undefined
 }
