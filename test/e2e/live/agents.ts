@@ -229,16 +229,20 @@ const OPENCODE_LIKE = {
   kilo: { config: 'kilo.json', env: 'KILO', own: { KILO_NO_DAEMON: '1' } },
 } as const
 
-/** `opencode run` (or `kilo run`) headless on one task, its config written into the home. */
+/**
+ * `opencode run` (or `kilo run`) headless on one task, its config written into the home (an
+ * OpenAI-compatible provider at `baseUrl` unless given).
+ */
 export function opencodeCommand(
   baseUrl: string,
   project: LiveProject,
   task: string,
   agent: keyof typeof OPENCODE_LIKE = 'opencode',
+  settings: object = openaiCompatibleConfig(baseUrl),
 ): { args: string[]; env: Record<string, string> } {
   const { env, own } = OPENCODE_LIKE[agent]
   const config = join(project.home, OPENCODE_LIKE[agent].config)
-  writeFileSync(config, JSON.stringify(openaiCompatibleConfig(baseUrl)))
+  writeFileSync(config, JSON.stringify(settings))
   return {
     args: ['run', '--print-logs', '--log-level', 'WARN', '--auto', task],
     env: isolatedEnv(project.home, {
