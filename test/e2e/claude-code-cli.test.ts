@@ -1,5 +1,5 @@
 /**
- * The real Claude Code CLI (2.1.332, installed outside the repo's dependencies, see
+ * The real Claude Code CLI (2.1.337, installed outside the repo's dependencies, see
  * test/e2e/live/README.md) run headless through the proxy's /v1/messages door against a scripted
  * fake Messages API, in a scratch project given to the proxy as its workspace: with the model
  * names on which the CLI appends `<system-reminder>` blocks to every tool result, and one without.

@@ -32,7 +32,7 @@ export const AGENT_PACKAGES = {
   qwen: { name: '@qwen-code/qwen-code', version: '0.24.4', bin: 'qwen' },
   opencode: { name: 'opencode-ai', version: '1.18.33', bin: 'opencode' },
   codex: { name: '@openai/codex', version: '0.171.0', bin: 'codex' },
-  claude: { name: '@anthropic-ai/claude-code', version: '2.1.332', bin: 'claude' },
+  claude: { name: '@anthropic-ai/claude-code', version: '2.1.337', bin: 'claude' },
   continue: { name: '@continuedev/cli', version: '1.5.47', bin: 'cn' },
   cline: { name: 'cline', version: '3.0.65', bin: 'cline' },
   kilo: {
