@@ -15,6 +15,7 @@ import {
   describeRun,
   makeLiveProject,
   opencodeCommand,
+  opencodeSettings,
   requireRipgrep,
   runAgent,
 } from './live/agents.js'
@@ -25,26 +26,19 @@ const TASK = 'Read src/big.ts, then run echo.'
 
 /** opencode's config: the `openai` provider at the proxy, a reasoning model it knows. */
 function openaiConfig(baseUrl: string): object {
-  return {
-    autoupdate: false,
-    share: 'disabled',
-    model: 'openai/gpt-5',
-    small_model: 'openai/gpt-5',
-    permission: { edit: 'allow', bash: 'allow', webfetch: 'allow', external_directory: 'allow' },
-    provider: {
-      openai: {
-        options: { baseURL: baseUrl, apiKey: 'live-key' },
-        models: {
-          'gpt-5': {
-            name: 'gpt-5',
-            tool_call: true,
-            reasoning: true,
-            limit: { context: 200000, output: 8192 },
-          },
+  return opencodeSettings('openai/gpt-5', {
+    openai: {
+      options: { baseURL: baseUrl, apiKey: 'live-key' },
+      models: {
+        'gpt-5': {
+          name: 'gpt-5',
+          tool_call: true,
+          reasoning: true,
+          limit: { context: 200000, output: 8192 },
         },
       },
     },
-  }
+  })
 }
 
 const toolNames = (json: any): string[] => (json?.tools ?? []).map((t: any) => t?.name)

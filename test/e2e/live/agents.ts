@@ -200,26 +200,31 @@ export function isolatedEnv(
 
 /** opencode's (and Kilo's) config: one OpenAI-compatible provider at the proxy, all allowed. */
 export function openaiCompatibleConfig(baseUrl: string): object {
-  return {
-    autoupdate: false,
-    share: 'disabled',
-    model: 'live/live-model',
-    small_model: 'live/live-model',
-    permission: { edit: 'allow', bash: 'allow', webfetch: 'allow', external_directory: 'allow' },
-    provider: {
-      live: {
-        npm: '@ai-sdk/openai-compatible',
-        name: 'Live test',
-        options: { baseURL: baseUrl, apiKey: 'live-key' },
-        models: {
-          'live-model': {
-            name: 'Live Model',
-            tool_call: true,
-            limit: { context: 200000, output: 8192 },
-          },
+  return opencodeSettings('live/live-model', {
+    live: {
+      npm: '@ai-sdk/openai-compatible',
+      name: 'Live test',
+      options: { baseURL: baseUrl, apiKey: 'live-key' },
+      models: {
+        'live-model': {
+          name: 'Live Model',
+          tool_call: true,
+          limit: { context: 200000, output: 8192 },
         },
       },
     },
+  })
+}
+
+/** An opencode (or Kilo) config: `model` of `provider`, every permission given, nothing shared. */
+export function opencodeSettings(model: string, provider: object): object {
+  return {
+    autoupdate: false,
+    share: 'disabled',
+    model,
+    small_model: model,
+    permission: { edit: 'allow', bash: 'allow', webfetch: 'allow', external_directory: 'allow' },
+    provider,
   }
 }
 
