@@ -236,7 +236,7 @@ async function spliced(
   let found = deps.splice.find(key, bytes, input.prefixes)
   // A session this process has not served (a crash, another replica): from its last save.
   if (!found && (await deps.saves?.restore(key))) found = deps.splice.find(key, bytes)
-  if (!found || found.state.endsWithMarker) return undefined
+  if (!found || found.state.summaryAhead) return undefined
   const state = found.state
   const lastEnd = state.prefix.length
   // Every appended element's end: to parse many one by one, and to remember where to go on.

@@ -42,7 +42,7 @@ export interface SavedState {
   readonly named?: string | undefined
   readonly systemKey: string
   readonly fixed: Record<string, string>
-  readonly endsWithMarker: boolean
+  readonly summaryAhead: boolean
   readonly arrayStart: number
   readonly prefix: { readonly length: number; readonly digest: string; readonly opens: boolean }
   readonly kept: {
@@ -108,7 +108,7 @@ export function saveState(state: SpliceState): SavedState {
     ...(state.named !== undefined ? { named: state.named } : {}),
     systemKey: state.systemKey,
     fixed: state.fixed,
-    endsWithMarker: state.endsWithMarker,
+    summaryAhead: state.summaryAhead,
     arrayStart: state.arrayStart,
     prefix: { ...state.prefix, digest: state.prefix.digest.toString('base64') },
     kept: {

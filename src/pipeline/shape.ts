@@ -85,11 +85,11 @@ export interface Shaped {
   /** The state at the request's end less the door's holdback: the fast path's next start. */
   readonly remember?: Omit<
     SpliceState,
-    'arrayStart' | 'prefix' | 'explicit' | 'endsWithMarker' | 'fixed' | 'kept' | 'digests'
+    'arrayStart' | 'prefix' | 'explicit' | 'summaryAhead' | 'fixed' | 'kept' | 'digests'
   > & {
     /** The client items the remembered state covers. */
     readonly covered: number
-    readonly endsWithMarker: boolean
+    readonly summaryAhead: boolean
   }
 }
 
@@ -278,7 +278,9 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
     history: rebuilt.snapshot,
     live: live.filter((result) => result.item < base + covered),
     covered,
-    endsWithMarker: lastView !== undefined && isMarker(lastView, deps.profile),
+    summaryAhead:
+      (lastView !== undefined && isMarker(lastView, deps.profile)) ||
+      continuity.summaries.some((at) => at >= snapshotAt),
   }
   return { ...shaped, remember }
 }

@@ -30,8 +30,12 @@ export interface SpliceState {
    * they are neither parsed nor digested again.
    */
   readonly rest?: { readonly tail: Buffer; readonly value: Json } | undefined
-  /** The last message may be followed by a summary (opencode): the next request goes the full way. */
-  readonly endsWithMarker: boolean
+  /**
+   * A summary may stand in the part the next request parses again (held back, as the Messages
+   * door holds the last two messages), or right after the remembered end (a marker there): the
+   * next request goes the full way, which finds the summary and gives it its table again.
+   */
+  readonly summaryAhead: boolean
   /** Offset of the items array's `[` in the request bytes. */
   readonly arrayStart: number
   /**

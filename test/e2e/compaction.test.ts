@@ -467,12 +467,26 @@ test("an agent's own summary message (opencode's answer to its question) gets th
         ]),
         headers,
       )
+      const after = [
+        { role: 'user', content: question },
+        { role: 'assistant', content: said },
+        { role: 'user', content: 'go on' },
+      ]
+      await postTo(proxy.url + '/v1/messages', messagesBody(after), headers)
+      // The next request goes on from it (the door held its last two messages back, the
+      // summary among them): the summary keeps its table, byte for byte.
       await postTo(
         proxy.url + '/v1/messages',
         messagesBody([
-          { role: 'user', content: question },
-          { role: 'assistant', content: said },
-          { role: 'user', content: 'go on' },
+          ...after,
+          {
+            role: 'assistant',
+            content: [{ type: 'tool_use', id: 't2', name: 'bash', input: { command: 'ls' } }],
+          },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: 't2', content: 'a.ts\n' }],
+          },
         ]),
         headers,
       )
@@ -504,14 +518,39 @@ test("an agent's own summary message (opencode's answer to its question) gets th
       },
       { role: 'tool', tool_call_id: 't1', content: file },
     ])
-    await chat([
+    // opencode with an Anthropic model through an OpenAI-compatible API marks its last two
+    // messages (the door then holds them back): the summary among them keeps its table after.
+    const marker = { cache_control: { type: 'ephemeral' } }
+    const marked = (text: string) => [{ type: 'text', text, ...marker }]
+    const opening = [
       { role: 'system', content: 'You are opencode.' },
       { role: 'user', content: question },
+    ]
+    await chat([
+      ...opening,
       { role: 'assistant', content: summary },
       { role: 'user', content: 'go on' },
     ])
+    await chat([
+      ...opening,
+      { role: 'assistant', content: marked(summary) },
+      { role: 'user', content: marked('go on') },
+    ])
+    await chat([
+      ...opening,
+      { role: 'assistant', content: [{ type: 'text', text: summary }] },
+      { role: 'user', content: [{ type: 'text', text: 'go on' }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 't2', type: 'function', function: { name: 'bash', arguments: '{"command":"ls"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 't2', content: marked('a.ts\n') },
+    ])
     const sent = upstream.requests.map((r) => r.json)
-    const chatSummary: string = sent[5].messages[2].content
+    const chatSummary: string = sent[7].messages[2].content
     assert.ok(
       chatSummary.startsWith(summary + '\n\n## Files read before this summary'),
       chatSummary,
@@ -522,7 +561,19 @@ test("an agent's own summary message (opencode's answer to its question) gets th
       { type: 'text', text: summary },
       { type: 'text', text: table },
     ])
-    assert.equal(sent[3].messages[1].content, `${summary}\n\n${table}`)
+    assert.deepEqual(sent[2].messages[1], sent[1].messages[1], 'the next request: the same')
+    assert.equal(sent[4].messages[1].content, `${summary}\n\n${table}`)
+    assert.deepEqual(sent[5].messages[1], sent[4].messages[1], 'the next request: the same')
+    // Marked: the table after the summary's part, then the same with the marker gone.
+    const [, , , , , , , , withMarkers, next] = sent
+    assert.deepEqual(withMarkers.messages[2].content, [
+      ...marked(summary),
+      { type: 'text', text: table },
+    ])
+    assert.deepEqual(next.messages[2].content, [
+      { type: 'text', text: summary },
+      { type: 'text', text: table },
+    ])
   } finally {
     await proxy.close()
     await upstream.close()
