@@ -89,7 +89,7 @@ export interface Handover {
  * names a list of ids (a call that read several files may stub several). 4: elided calls'
  * arguments (`--elide-inputs`) with the elision, and where a live result's call stands. 5: recall answers put back are live
  * results, and `--elide` leaves the newest turn's messages out of a state. 6: on `/v1/responses` without
- * `instructions`, the first item carries the prompt block (it went into `instructions`).
+ * `instructions`, the prompt block goes with the first item (it went into `instructions`).
  */
 const STATE_FORMAT = 6
 

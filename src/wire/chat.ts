@@ -104,16 +104,11 @@ export function contentText(content: MessageContent | undefined): string {
 }
 
 /**
- * Content with `text` after it: parts get one more text part (of `partType`: the Responses API's
- * is `input_text`), a string grows by a blank line
+ * Content with `text` after it: parts get one more text part, a string grows by a blank line
  * and the text, empty content becomes the text. (The prompt block, a summary's table.)
  */
-export function withTextAfter(
-  content: unknown,
-  text: string,
-  partType = 'text',
-): string | ContentPart[] {
-  if (Array.isArray(content)) return [...(content as ContentPart[]), { type: partType, text }]
+export function withTextAfter(content: unknown, text: string): string | ContentPart[] {
+  if (Array.isArray(content)) return [...(content as ContentPart[]), { type: 'text', text }]
   return typeof content === 'string' && content !== '' ? content + '\n\n' + text : text
 }
 

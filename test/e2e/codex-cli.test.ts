@@ -128,12 +128,17 @@ describe('the real Codex CLI through /v1/responses', () => {
     const text = typeof output.output === 'string' ? output.output : JSON.stringify(output.output)
     assert.match(text, /^\[#0001\]/)
     assert.match(text, /lines elided, full output #0001\]/)
-    // Codex sends its prompt as a developer message and no instructions: the block ends that
-    // message, and no `instructions` are made (ChatGPT's backend refused any not Codex's own).
+    // Codex sends its prompt as a developer message and no instructions: the block is a developer
+    // message after it, and no `instructions` are made (ChatGPT's backend refused any not Codex's).
     for (const request of sent) {
       assert.equal(request.instructions, undefined)
       assert.equal(request.input[0].role, 'developer')
-      assert.equal(request.input[0].content.at(-1).text, promptBlock)
+      assert.equal(request.input[0].content.length, 1, "Codex's prompt as it sent it")
+      assert.deepEqual(request.input[1], {
+        type: 'message',
+        role: 'developer',
+        content: [{ type: 'input_text', text: promptBlock }],
+      })
     }
     // The recall round happened upstream, the client never saw it, and the prefix held.
     assert.equal(last.input.at(-1).call_id, 'call_recall_1')
@@ -219,12 +224,17 @@ describe('the real Codex CLI signed in with ChatGPT: zstd request bodies', () =>
           typeof output.output === 'string' ? output.output : JSON.stringify(output.output)
         assert.match(text, /^\[#0001\]/)
         assert.match(text, /lines elided, full output #0001\]/)
-        // Codex sends its prompt as a developer message and no instructions: the block ends that
-        // message, and no `instructions` are made (ChatGPT's backend refused any not Codex's own).
+        // Codex sends its prompt as a developer message and no instructions: the block is a
+        // developer message after it (Codex labels each part of its prompt: left as it came).
         for (const { json } of posts) {
           assert.equal(json.instructions, undefined)
           assert.equal(json.input[0].role, 'developer')
-          assert.equal(json.input[0].content.at(-1).text, promptBlock)
+          assert.equal(json.input[0].content.length, 1)
+          assert.deepEqual(json.input[1], {
+            type: 'message',
+            role: 'developer',
+            content: [{ type: 'input_text', text: promptBlock }],
+          })
         }
         // Codex also tries a WebSocket (GET /v1/responses) first: only its POSTs carry input.
         assert.deepEqual(inputPrefixViolations(posts), [])

@@ -3,7 +3,7 @@
  * users with OpenAI models configure them), run for real through /v1/responses against a
  * scripted reasoning model. The AI SDK does not store its output (`store: false`) and sends
  * it back without ids: the recall round the proxy answered must still go back upstream after
- * it, byte for byte, and the prompt block ends the client's developer message.
+ * it, byte for byte, and the prompt block is a developer message after the client's own.
  */
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
@@ -92,7 +92,7 @@ function message(text: string) {
 
 for (const agent of ['opencode', 'kilo'] as const) {
   describe(`${agent} with its openai provider (the Responses API), run for real`, () => {
-    test('reads are bracketed, the recall round goes back upstream byte for byte, the block ends its developer message', async () => {
+    test('reads are bracketed, the recall round goes back upstream byte for byte, the block a developer message of its own', async () => {
       requireRipgrep()
       const bin = agentBinary(agent)
       const project = makeLiveProject(agent)
@@ -129,11 +129,16 @@ for (const agent of ['opencode', 'kilo'] as const) {
         // The client never saw the round: its own history has no recall call.
         const sent = rig.tap.exchanges.map((e) => JSON.parse(e.body))
         assert.ok(sent.every((body) => !JSON.stringify(body.input ?? []).includes('"recall"')))
-        // The block at the end of the developer message opencode opens with; no instructions.
+        // The block a developer message after the one opencode opens with; no instructions.
         for (const { json } of main) {
           assert.equal(json.instructions, undefined)
           assert.equal(json.input[0].role, 'developer')
-          assert.ok(String(json.input[0].content).endsWith('\n\n' + promptBlock))
+          assert.ok(!String(json.input[0].content).includes(promptBlock))
+          assert.deepEqual(json.input[1], {
+            type: 'message',
+            role: 'developer',
+            content: [{ type: 'input_text', text: promptBlock }],
+          })
         }
         const read = last.input.find(
           (i: any) => i.type === 'function_call_output' && i.call_id === 'call_1',

@@ -161,7 +161,7 @@ for (const stream of [false, true]) {
       assert.deepEqual(sent[2].input[0], userMessage('count to 1000'))
     })
 
-    test('without instructions (Codex since it sends its prompt as a developer message), the block ends the first developer message', async () => {
+    test('without instructions (Codex since it sends its prompt as a developer message), the block is a developer message after it', async () => {
       const prompt = {
         type: 'message',
         id: 'msg_prompt',
@@ -175,11 +175,13 @@ for (const stream of [false, true]) {
       assert.deepEqual(inputPrefixViolations(upstream.requests), [])
       for (const request of sent) {
         assert.equal('instructions' in request, false, 'no instructions field is made')
-        assert.deepEqual(request.input[0], {
-          ...prompt,
-          content: [...prompt.content, { type: 'input_text', text: promptBlock }],
+        assert.deepEqual(request.input[0], prompt, "the client's prompt as it sent it")
+        assert.deepEqual(request.input[1], {
+          type: 'message',
+          role: 'developer',
+          content: [{ type: 'input_text', text: promptBlock }],
         })
-        assert.deepEqual(request.input[1], userMessage('count to 1000'))
+        assert.deepEqual(request.input[2], userMessage('count to 1000'))
         assert.ok(request.tools.some((t: any) => t.name === 'recall'))
       }
       assert.match(sent.at(-1).input.at(-1).output, /^\[#0002\]/)

@@ -96,7 +96,7 @@ function doorsOf(tag: string): readonly Door[] {
       name: 'responses',
       path: '/v1/responses',
       headers: { authorization: 'Bearer resume-codex' },
-      // As Codex sends it: no instructions, its prompt a developer message (the block ends it).
+      // As Codex sends it: no instructions, its prompt a developer message (the block after it).
       body: (done) => ({
         model: 'gpt-test',
         tools: [{ type: 'function', name: 'shell', parameters: { type: 'object' } }],
@@ -246,7 +246,7 @@ for (const backend of ['sqlite', 'redis'] as const) {
       assert.match(handed.sent[i]!, /Unchanged since #0001/, `${door}: the re-read is a stub`)
     }
     const codex = JSON.parse(handed.sent[2]!)
-    assert.equal(codex.input[0].content.at(-1).text, promptBlock, 'the block ends the prompt')
+    assert.equal(codex.input[1].content[0].text, promptBlock, 'the block after the prompt')
   })
 }
 

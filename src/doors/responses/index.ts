@@ -1,5 +1,5 @@
 import { openAIErrorBody } from '../../errors.js'
-import { isRecord, withTextAfter } from '../../wire/chat.js'
+import { isRecord } from '../../wire/chat.js'
 import type { Door, Json, Part, RecallReply, RoundEnd } from '../../pipeline/door.js'
 import { chatTools, idKey, itemKey, responsesTool, toView, writeBack } from './items.js'
 import { dropUnfollowedReasoning } from './orphans.js'
@@ -37,10 +37,10 @@ export const responsesDoor: Door = {
   toView,
   writeBack,
   // The block ends the client's `instructions`; a client that sends none (Codex, which sends its
-  // prompt as a developer message) gets it at the end of its first developer message, or in one
-  // of its own: ChatGPT's Codex backend has refused `instructions` that are not Codex's own, and
-  // takes any developer message, as it takes AGENTS.md. (The fields decide: the fast path sees
-  // only the items a request appends.)
+  // prompt as a developer message) gets it as a developer message of its own, after its first
+  // item when that is its prompt: ChatGPT's Codex backend has refused `instructions` that are not
+  // Codex's own, and Codex labels each part of its prompt's message (`content_item_kinds`), so
+  // neither is touched. (The fields decide: the fast path sees only the items a request appends.)
   withRecall(request, block, recall) {
     const instructions = instructionsOf(request)
     return {
@@ -52,8 +52,13 @@ export const responsesDoor: Door = {
   withBlockItems(items, block, request) {
     const [first, ...rest] = items
     if (instructionsOf(request) !== '') return [...items]
-    if (first === undefined || !isInstruction(first)) return [developerItem(block), ...items]
-    return [{ ...first, content: withTextAfter(first.content, block, 'input_text') }, ...rest]
+    const own = {
+      type: 'message',
+      role: 'developer',
+      content: [{ type: 'input_text', text: block }],
+    }
+    if (first === undefined || !isInstruction(first)) return [own, ...items]
+    return [first, own, ...rest]
   },
   dropUnfollowed: dropUnfollowedReasoning,
   answerDigest(item) {
@@ -110,10 +115,6 @@ function instructionsOf(request: Json): string {
 function isInstruction(item: Json): boolean {
   if (item.type !== 'message' && item.type !== undefined) return false
   return item.role === 'developer' || item.role === 'system'
-}
-
-function developerItem(text: string): Json {
-  return { type: 'message', role: 'developer', content: [{ type: 'input_text', text }] }
 }
 
 function tools(request: Json): unknown[] {
