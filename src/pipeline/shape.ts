@@ -1,5 +1,12 @@
 import type { Door, Json, View } from './door.js'
-import { placeAnswers, restoreAnswers, type AnswerPlace, type Placed } from '../session/answers.js'
+import {
+  hiddenKeys,
+  hiddenValues,
+  placeAnswers,
+  restoreAnswers,
+  type AnswerPlace,
+  type Placed,
+} from '../session/answers.js'
 import { findSession, SessionRef, type Continuity } from '../session/find.js'
 import { shortHash, type Identity } from '../session/identity.js'
 import {
@@ -147,7 +154,7 @@ export async function shapeItems(input: ShapeInput, deps: ShapeDeps): Promise<Sh
       continuity,
       start: start?.history,
       snapshotAt,
-      extraKeys: [...answers.placed.map((p) => keys.hidden(p.key)), ...newerBatches],
+      extraKeys: [...hiddenKeys(answers.placed), ...newerBatches],
       elision,
     },
     deps,
@@ -297,7 +304,7 @@ async function upstreamItems(
 ) {
   const { door, items, view, start } = input
   const written = door.writeBack(items, view, rebuilt.messages)
-  const hiddenValues = rebuilt.extra.slice(0, placed.length)
+  const found = hiddenValues(placed, rebuilt.extra)
   // --elide: the recall answers of exchanges put back are old results too (hidden-answers.ts).
   const { texts: standIns, inputs } = rebuilt.state.elision
   const calls =
@@ -306,7 +313,7 @@ async function upstreamItems(
     deps.elide && (standIns.size > 0 || calls.size > 0)
       ? (exchange: readonly Json[]) => elidedExchange(door, exchange, standIns, calls)
       : undefined
-  const restored = restoreAnswers(door, items, written, placed, hiddenValues, shown)
+  const restored = restoreAnswers(door, items, written, placed, found, shown)
   const answers = deps.elide ? recallAnswers(door, restored.exchanges) : []
   const perItem = restored.items
   door.dropUnfollowed?.(perItem)

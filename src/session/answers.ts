@@ -39,8 +39,33 @@ export interface Placed {
   /** Index in the items being shaped. */
   readonly at: number
   readonly key: string
+  /**
+   * Its key by its alias digest, where that differs (Responses: a reasoning item by its id, as
+   * exchanges were recorded before reasoning was known by its encrypted content).
+   */
+  readonly aliasKey?: string
   /** Its call ids can name a session (a text reply is too common to). */
   readonly named: boolean
+}
+
+/** The store keys of the placed answers' exchanges: each by its key, then those by an alias. */
+export function hiddenKeys(placed: readonly Placed[]): string[] {
+  return [
+    ...placed.map((p) => keys.hidden(p.key)),
+    ...placed.flatMap((p) => (p.aliasKey === undefined ? [] : [keys.hidden(p.aliasKey)])),
+  ]
+}
+
+/** Each placed answer's exchange from the values read for hiddenKeys (by its key, else alias). */
+export function hiddenValues(
+  placed: readonly Placed[],
+  values: readonly (string | undefined)[],
+): (string | undefined)[] {
+  let alias = placed.length
+  return placed.map((p, i) => {
+    const byAlias = p.aliasKey === undefined ? undefined : values[alias++]
+    return values[i] ?? byAlias
+  })
 }
 
 export function placeKey(place: AnswerPlace, text: string): string {
@@ -66,10 +91,13 @@ export function placeAnswers(
   let before = previous
   items.forEach((item, at) => {
     const digest = door.answerDigest(item)
+    const place = { index: base + at, previous: before }
+    const alias = digest && door.alias?.(item)
     if (digest)
       placed.push({
         at,
-        key: placeKey({ index: base + at, previous: before }, digest.text),
+        key: placeKey(place, digest.text),
+        ...(alias && alias !== digest.text ? { aliasKey: placeKey(place, alias) } : {}),
         named: digest.named,
       })
     before = door.itemDigest(item)
@@ -109,8 +137,10 @@ export function restoreAnswers(
     const record = records.get(i)
     const visible = record?.visible ?? []
     const matches = (d: string, k: number) => {
-      const sent = client[i + k] && matchDigest(door, client[i + k]!)
-      return sent === d || (sent !== undefined && sent === record?.aliases?.[k])
+      const item = client[i + k]
+      if (item === undefined) return false
+      const sent = matchDigest(door, item)
+      return sent === d || sent === record?.aliases?.[k] || door.alias?.(item) === d
     }
     if (!record || !visible.every(matches)) continue
     out[i] = [...shown(record.items)]
