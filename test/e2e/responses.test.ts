@@ -631,3 +631,48 @@ describe("Codex's exec_command output through /v1/responses", () => {
     )
   })
 })
+
+test('a reasoning item that ends a request (a retry after a cut answer) goes upstream alike from every process', async () => {
+  const upstream = await startFakeUpstream(
+    scriptedResponses([{ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' }, { text: 'Four.' }]),
+  )
+  const store = await createStore('memory:', { idleTtlMs: DAY })
+  // The process that served the session, and another one on its store (no fast path there).
+  const served = await startProxy({ upstreamUrl: upstream.url, store })
+  const other = await startProxy({ upstreamUrl: upstream.url, store, spliceChars: 0 })
+  try {
+    const thought = (n: number) => ({
+      type: 'reasoning',
+      id: `rs_${n}`,
+      summary: [{ type: 'summary_text', text: `Step ${n}.` }],
+      encrypted_content: `gAAAA-${n}`,
+    })
+    const call = { type: 'function_call', call_id: 'c3', name: 'shell', arguments: '{}' }
+    const base = { model: 'm', instructions: 'Be brief.', tools, prompt_cache_key: 'cut-answer' }
+    const post = (url: string, input: unknown[]) => postResponses(url, { ...base, input })
+    const asked = [userMessage('go')]
+    await post(served.url, asked)
+    // The answer was cut after its reasoning: the client sends it back last (Codex does).
+    await post(served.url, [...asked, thought(2)])
+    const next = [
+      ...asked,
+      thought(2),
+      thought(3),
+      call,
+      { type: 'function_call_output', call_id: 'c3', output: 'ok' },
+    ]
+    await post(served.url, next)
+    await post(other.url, next)
+    const [, , fast, full] = responsesRequests(upstream.requests)
+    assert.deepEqual(fast.input, full.input)
+    assert.deepEqual(
+      fast.input.map((item: any) => item.id ?? item.type),
+      ['message', 'rs_3', 'function_call', 'function_call_output'],
+      'the reasoning its answer never followed goes as nothing',
+    )
+  } finally {
+    await served.close()
+    await other.close()
+    await upstream.close()
+  }
+})

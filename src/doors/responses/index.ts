@@ -10,7 +10,9 @@ export const responsesDoor: Door = {
   name: 'responses',
   path: '/responses',
   arrayKey: 'input',
-  holdback: () => 0,
+  // A reasoning item that ends a request is judged by what follows it (orphans.ts): the next
+  // request parses it again, so that every process, on the fast path or not, judges it alike.
+  holdback: (items) => (items.at(-1)?.type === 'reasoning' ? 1 : 0),
   summarising: (items) => items.at(-1)?.type === 'compaction_trigger',
   errorBody: openAIErrorBody,
 

@@ -9,7 +9,8 @@ import type { Json } from '../../pipeline/door.js'
  * got). A reasoning item whose next item is another reasoning item, or no answer's item at all
  * (a user message, a tool's output), is such a one: it goes upstream as nothing. The same items
  * give the same result on every later request, so the bytes sent stay the same. A reasoning item
- * that ends the request is left: what follows it is not known yet.
+ * that ends the request is left: what follows it is not known yet (the door holds it back, so
+ * the next request judges it again, on the fast path as on the full one).
  */
 export function dropUnfollowedReasoning(perItem: Json[][]): number {
   let dropped = 0
