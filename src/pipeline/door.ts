@@ -143,8 +143,9 @@ export interface Door extends AnswerShape {
   withRecall(request: Json, block: string, recall: ToolDefinition | undefined): Json
   /**
    * The first item's upstream items with the prompt block, where the door puts it there (chat:
-   * the first system message, or a new one; Responses without `instructions`: the first
-   * developer message, or a new one); as they are where withRecall put it in a field.
+   * in the first system message, or a new one before it; Responses without `instructions`: a
+   * developer message of its own, after the client's prompt); as they are where withRecall put
+   * it in a field.
    */
   withBlockItems(items: readonly Json[], block: string, request: Json): Json[]
   /**

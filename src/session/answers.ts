@@ -16,8 +16,9 @@ export interface AnswerShape {
   /** Any item's text, for the item before an answer. */
   itemDigest(item: Json): string
   /**
-   * Another digest an item may come back as (Responses: a reference to its id, from a client
-   * that stores its output), or undefined.
+   * Another digest an item may come back as, or was recorded under (Responses: by its id, as a
+   * client that stores its output refers to it, and as reasoning was known before this release),
+   * or undefined.
    */
   alias?(item: Json): string | undefined
   /** Restored items followed by the client's item: one item when the API wants them joined. */
