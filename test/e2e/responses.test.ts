@@ -161,31 +161,36 @@ for (const stream of [false, true]) {
       assert.deepEqual(sent[2].input[0], userMessage('count to 1000'))
     })
 
-    test('without instructions (Codex since it sends its prompt as a developer message), the block is a developer message after it', async () => {
-      const prompt = {
-        type: 'message',
-        id: 'msg_prompt',
-        role: 'developer',
-        content: [{ type: 'input_text', text: 'You are a coding agent running in the Codex CLI.' }],
-      }
-      const base = { model: 'gpt-5-codex', tools, stream, prompt_cache_key: `dev-${stream}` }
-      await countingSession(base, [prompt, userMessage('count to 1000')])
-      const sent = responsesRequests(upstream.requests)
-      assert.equal(sent.length, 3)
-      assert.deepEqual(inputPrefixViolations(upstream.requests), [])
-      for (const request of sent) {
-        assert.equal('instructions' in request, false, 'no instructions field is made')
-        assert.deepEqual(request.input[0], prompt, "the client's prompt as it sent it")
-        assert.deepEqual(request.input[1], {
+    // Codex sends its prompt as a developer message; the AI SDK as a system one for a model it
+    // does not know to reason.
+    for (const role of ['developer', 'system'])
+      test(`without instructions, a ${role} message first: the block is a ${role} message after it`, async () => {
+        const prompt = {
           type: 'message',
-          role: 'developer',
-          content: [{ type: 'input_text', text: promptBlock }],
-        })
-        assert.deepEqual(request.input[2], userMessage('count to 1000'))
-        assert.ok(request.tools.some((t: any) => t.name === 'recall'))
-      }
-      assert.match(sent.at(-1).input.at(-1).output, /^\[#0002\]/)
-    })
+          id: 'msg_prompt',
+          role,
+          content: [
+            { type: 'input_text', text: 'You are a coding agent running in the Codex CLI.' },
+          ],
+        }
+        const base = { model: 'gpt-5-codex', tools, stream, prompt_cache_key: `${role}-${stream}` }
+        await countingSession(base, [prompt, userMessage('count to 1000')])
+        const sent = responsesRequests(upstream.requests)
+        assert.equal(sent.length, 3)
+        assert.deepEqual(inputPrefixViolations(upstream.requests), [])
+        for (const request of sent) {
+          assert.equal('instructions' in request, false, 'no instructions field is made')
+          assert.deepEqual(request.input[0], prompt, "the client's prompt as it sent it")
+          assert.deepEqual(request.input[1], {
+            type: 'message',
+            role,
+            content: [{ type: 'input_text', text: promptBlock }],
+          })
+          assert.deepEqual(request.input[2], userMessage('count to 1000'))
+          assert.ok(request.tools.some((t: any) => t.name === 'recall'))
+        }
+        assert.match(sent.at(-1).input.at(-1).output, /^\[#0002\]/)
+      })
 
     /** Three turns of a scripted model: `seq 1000`, `echo hi`, then text; upstream emptied first. */
     async function countingSession(base: object, opening: any[]): Promise<void> {

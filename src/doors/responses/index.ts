@@ -39,10 +39,11 @@ export const responsesDoor: Door = {
   toView,
   writeBack,
   // The block ends the client's `instructions`; a client that sends none (Codex, which sends its
-  // prompt as a developer message) gets it as a developer message of its own, after its first
-  // item when that is its prompt: ChatGPT's Codex backend has refused `instructions` that are not
-  // Codex's own, and Codex labels each part of its prompt's message (`content_item_kinds`), so
-  // neither is touched. (The fields decide: the fast path sees only the items a request appends.)
+  // prompt as a developer message) gets it as a message of its own, after its first item when
+  // that is its prompt, in that message's role (a local server's template may know `system`
+  // only): ChatGPT's Codex backend has refused `instructions` that are not Codex's own, and Codex
+  // labels each part of its prompt's message (`content_item_kinds`), so neither is touched.
+  // (The fields decide: the fast path sees only the items a request appends.)
   withRecall(request, block, recall) {
     const instructions = instructionsOf(request)
     return {
@@ -54,13 +55,13 @@ export const responsesDoor: Door = {
   withBlockItems(items, block, request) {
     const [first, ...rest] = items
     if (instructionsOf(request) !== '') return [...items]
-    const own = {
+    const own = (role: unknown) => ({
       type: 'message',
-      role: 'developer',
+      role,
       content: [{ type: 'input_text', text: block }],
-    }
-    if (first === undefined || !isInstruction(first)) return [own, ...items]
-    return [first, own, ...rest]
+    })
+    if (first === undefined || !isInstruction(first)) return [own('developer'), ...items]
+    return [first, own(first.role), ...rest]
   },
   dropUnfollowed: dropUnfollowedReasoning,
   answerDigest(item) {
