@@ -1,7 +1,7 @@
 import { openAIErrorBody } from '../../errors.js'
 import { isRecord } from '../../wire/chat.js'
 import type { Door, Json, Part, RecallReply, RoundEnd } from '../../pipeline/door.js'
-import { chatTools, idKey, itemKey, responsesTool, toView, writeBack } from './items.js'
+import { chatTools, idKey, isMessage, itemKey, responsesTool, toView, writeBack } from './items.js'
 import { dropUnfollowedReasoning } from './orphans.js'
 import { ResponsesStream } from './stream.js'
 
@@ -34,7 +34,7 @@ export const responsesDoor: Door = {
   definesTool: (request, name) =>
     tools(request).some((tool) => isRecord(tool) && tool.name === name),
   identityFields: (request) => request,
-  systemText: (request) => (typeof request.instructions === 'string' ? request.instructions : ''),
+  systemText: (request) => instructionsOf(request),
 
   toView,
   writeBack,
@@ -116,8 +116,7 @@ function instructionsOf(request: Json): string {
 
 /** A developer or system message: what a client says before the conversation. */
 function isInstruction(item: Json): boolean {
-  if (item.type !== 'message' && item.type !== undefined) return false
-  return item.role === 'developer' || item.role === 'system'
+  return isMessage(item) && (item.role === 'developer' || item.role === 'system')
 }
 
 function tools(request: Json): unknown[] {

@@ -62,8 +62,7 @@ function itemMessage(item: Json): ChatMessage | undefined {
       // A server-side summary, known by its own bytes (it has no text to read).
       return { role: 'compaction', content: JSON.stringify(item) }
     default:
-      if (item.type === 'message' || (item.type === undefined && typeof item.role === 'string'))
-        return { role: String(item.role), content: messageText(item.content) }
+      if (isMessage(item)) return { role: String(item.role), content: messageText(item.content) }
       return undefined
   }
 }
@@ -195,11 +194,16 @@ export function responsesTool(tool: ToolDefinition): Json {
  */
 export function itemKey(item: Json): string {
   if (typeof item.call_id === 'string') return `call\u0000${String(item.type)}\u0000${item.call_id}`
-  if (item.type === 'message' || (item.type === undefined && typeof item.role === 'string'))
+  if (isMessage(item))
     return `message\u0000${String(item.role)}\u0000${messageText(item.content).trim()}`
   if (item.type === 'reasoning' && typeof item.encrypted_content === 'string')
     return `reasoning\u0000${shortHash(item.encrypted_content)}`
   return idKey(item) ?? `json\u0000${shortHash(JSON.stringify(item))}`
+}
+
+/** A message item: typed so, or an untyped item with a role (the API's shorthand). */
+export function isMessage(item: Json): boolean {
+  return item.type === 'message' || (item.type === undefined && typeof item.role === 'string')
 }
 
 /**

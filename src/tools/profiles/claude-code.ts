@@ -1,6 +1,9 @@
 import { REMINDER } from '../../wire/reminders.js'
 import { defineProfile } from '../define-profile.js'
 
+/** Edit's and Write's answer for a file that was there (2.1.x): all but what follows it. */
+const UPDATED = String.raw`^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)`
+
 /**
  * Claude Code's tools as routers expose them on chat completions: research/agents.md §12, and
  * test/fixtures/agents/claude-code (2.1.88 source; verbatim 1.0.51 results).
@@ -68,14 +71,18 @@ export const claudeCode = defineProfile({
     // 2.1.88 answers without a snippet; 1.0.x with a `cat -n` snippet of the new text; 2.1.332
     // adds a note that the model need not read the file back.
     {
-      pattern:
-        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?: \(file state is current in your context — no need to Read it back\))?\s*$/,
+      pattern: new RegExp(
+        UPDATED +
+          String.raw`(?: \(file state is current in your context — no need to Read it back\))?\s*$`,
+      ),
     },
     // The file had changed on disk since the model's last Read (2.1.332 and 2.1.337 alike): the
     // diff comes from the file, the CLI's note stays after it (the model has not seen it all).
     {
-      pattern:
-        /^The file [^\n]+ has been updated(?: successfully\.|\. All occurrences were successfully replaced\.)(?<note> \(note: the file had been modified on disk since you last read it\b[^\n]*\))\s*$/,
+      pattern: new RegExp(
+        UPDATED +
+          String.raw`(?<note> \(note: the file had been modified on disk since you last read it\b[^\n]*\))\s*$`,
+      ),
       staleView: true,
     },
     {
